@@ -1,0 +1,157 @@
+// urt/runtime.hpp: the runtime, its options, spawning and stopping.
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "urt/stats.hpp"
+#include "urt/task.hpp"
+#include "urt/topology.hpp"
+
+namespace urt {
+
+/// The OS scheduling policy of the worker threads.
+enum class worker_policy : unsigned char {
+  other,  ///< SCHED_OTHER: needs no privilege (the default)
+  fifo,   ///< SCHED_FIFO at runtime_options::fifo_priority: needs CAP_SYS_NICE or root
+};
+
+/// Whether the runtime locks the process's memory (mlockall) when it starts.
+enum class memory_lock : unsigned char {
+  none,
+  all,  ///< mlockall(MCL_CURRENT | MCL_FUTURE); never undone (it is process-wide)
+};
+
+/// How stop() treats tasks that are accepted but have not run.
+enum class stop_mode : unsigned char {
+  drain,   ///< run every accepted task, including ones spawned while draining
+  cancel,  ///< let running tasks finish, drop the queued ones unrun and count them
+};
+
+/// Everything a runtime is built from. Aggregate: use designated initializers.
+struct runtime_options {
+  /// Where the topology comes from (this machine by default).
+  topology_source topology = topology_source::system();
+  /// cpulist of PU OS indexes that get a worker each ("0-3,8"); empty = all allowed.
+  std::string cpus{};
+  /// How long an idle worker spins looking for work before it parks on its
+  /// doorbell. Spinning keeps a wake-up free of syscalls for bursty loads;
+  /// parking frees the CPU. 0 parks at once.
+  std::chrono::nanoseconds idle_spin = std::chrono::microseconds{50};
+  /// OS policy of the worker threads.
+  worker_policy policy = worker_policy::other;
+  /// SCHED_FIFO priority of the workers when policy == fifo (1..99).
+  int fifo_priority = 50;
+  /// Lock all memory at start (avoid page faults in latency-critical tasks).
+  memory_lock lock_memory = memory_lock::none;
+  /// Called on the worker with the exception of a task that threw (inside
+  /// it, this_task still describes the failed task). Empty: the runtime
+  /// counts it and reports the first one per runtime on stderr. A throwing
+  /// handler is counted and ignored.
+  std::function<void(std::exception_ptr)> on_task_exception{};
+
+  /// Every allowed PU of this machine, SCHED_OTHER, no memory locking.
+  static runtime_options all_cores() { return {}; }
+  /// Every allowed PU, SCHED_FIFO at `os_priority`, memory locked.
+  static runtime_options realtime(int os_priority = 50) {
+    runtime_options o;
+    o.policy = worker_policy::fifo;
+    o.fifo_priority = os_priority;
+    o.lock_memory = memory_lock::all;
+    return o;
+  }
+
+  /// Throws std::invalid_argument naming the first bad field and its value.
+  /// (The topology and cpulist are checked when they are loaded.)
+  void validate() const;
+};
+
+/// Thrown by spawn once stop() has begun (for spawns from outside the
+/// runtime's own tasks) or finished.
+class runtime_stopped : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+namespace detail {
+struct task_node;
+}
+
+/// A pool of pinned worker threads running prioritized tasks, SCHED_FIFO
+/// style: each worker runs its most urgent queued task next, first in first
+/// out within a priority. Thread-safe: every member may be called from any
+/// thread, except stop() and the destructor from inside a task.
+class runtime {
+ public:
+  /// Validates the options, loads the topology and starts one worker per
+  /// chosen PU, pinned to it on a real system. Throws std::invalid_argument
+  /// naming a bad option, std::system_error when the OS refuses the policy,
+  /// the binding or the memory lock (no worker is left running then).
+  explicit runtime(runtime_options options = {});
+  /// Drains: runs every accepted task, then joins the workers.
+  ~runtime();
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  /// Queues `fn` to run once on a worker allowed by spec.affinity. Callable
+  /// from any thread, including inside a task (which then prefers its own
+  /// worker). No heap allocation in steady state for callables of up to
+  /// detail::inline_task_bytes. Throws std::invalid_argument for a bad spec
+  /// and runtime_stopped after stop(); `fn` is then left untouched.
+  template <class F>
+    requires std::invocable<std::decay_t<F>&> && std::constructible_from<std::decay_t<F>, F&&>
+  void spawn(const task_spec& spec, F&& fn) {
+    spawn_ticket ticket = begin_spawn(spec);
+    ticket.payload()->emplace(std::forward<F>(fn));
+    commit_spawn(ticket);
+  }
+
+  /// Stops the runtime and joins its workers. drain: runs every accepted
+  /// task first and returns 0; cancel: lets running tasks finish, drops the
+  /// queued ones and returns how many were dropped. A second call returns 0.
+  /// Throws std::logic_error when called from inside one of its tasks.
+  std::size_t stop(stop_mode mode = stop_mode::drain);
+
+  /// Number of workers (fixed for the runtime's life).
+  [[nodiscard]] std::size_t worker_count() const noexcept;
+  /// The loaded topology and the place of every worker.
+  [[nodiscard]] const urt::topology& topology() const noexcept;
+  /// A snapshot of the per-worker counters.
+  [[nodiscard]] runtime_stats stats() const;
+
+ private:
+  struct impl;
+
+  // A node taken for one spawn: returned to the pool unless committed.
+  class spawn_ticket {
+   public:
+    spawn_ticket(impl* rt, detail::task_node* node, unsigned target, bool local) noexcept
+        : rt_(rt), node_(node), target_(target), local_(local) {}
+    spawn_ticket(const spawn_ticket&) = delete;
+    spawn_ticket& operator=(const spawn_ticket&) = delete;
+    ~spawn_ticket();
+    [[nodiscard]] detail::task_payload* payload() const noexcept;
+
+   private:
+    friend class runtime;
+    impl* rt_;
+    detail::task_node* node_;
+    unsigned target_;
+    bool local_;  // placed on the spawning task's own worker
+  };
+
+  spawn_ticket begin_spawn(const task_spec& spec);
+  void commit_spawn(spawn_ticket& ticket) noexcept;
+
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace urt

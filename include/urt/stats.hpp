@@ -1,0 +1,45 @@
+// urt/stats.hpp: counter snapshots.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace urt {
+
+/// One worker's counters. Each is monotonic; a snapshot reads them with
+/// relaxed loads, so counters of a busy runtime may be mutually a little
+/// stale, but every one is a value it really had.
+struct worker_stats {
+  unsigned worker = 0;
+  unsigned pu = 0;                   ///< OS index of its PU
+  std::uint64_t accepted = 0;        ///< tasks placed on this worker
+  std::uint64_t completed = 0;       ///< tasks run to the end (or to a throw)
+  std::uint64_t cancelled = 0;       ///< tasks dropped unrun by stop(cancel)
+  std::uint64_t exceptions = 0;      ///< tasks that threw
+  std::uint64_t parks = 0;           ///< times the worker slept on its doorbell
+  std::uint64_t doorbells = 0;       ///< doorbell rings that woke it
+
+  worker_stats& operator+=(const worker_stats& o) noexcept {
+    accepted += o.accepted;
+    completed += o.completed;
+    cancelled += o.cancelled;
+    exceptions += o.exceptions;
+    parks += o.parks;
+    doorbells += o.doorbells;
+    return *this;
+  }
+};
+
+/// A snapshot of every worker's counters.
+struct runtime_stats {
+  std::vector<worker_stats> workers;
+
+  /// The sum over all workers (worker and pu are left 0).
+  [[nodiscard]] worker_stats total() const noexcept {
+    worker_stats sum;
+    for (const auto& w : workers) sum += w;
+    return sum;
+  }
+};
+
+}  // namespace urt

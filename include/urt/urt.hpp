@@ -1,0 +1,9 @@
+// urt/urt.hpp: the whole public API.
+#pragma once
+
+#include "urt/cpuset.hpp"
+#include "urt/priority.hpp"
+#include "urt/runtime.hpp"
+#include "urt/stats.hpp"
+#include "urt/task.hpp"
+#include "urt/topology.hpp"

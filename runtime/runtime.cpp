@@ -1,0 +1,316 @@
+#include "urt/runtime.hpp"
+
+#include <sched.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "worker.hpp"
+
+namespace urt {
+
+using detail::run_state;
+using detail::task_node;
+using detail::worker;
+
+namespace {
+
+std::string ns_text(std::chrono::nanoseconds d) { return std::to_string(d.count()) + "ns"; }
+
+[[noreturn]] void bad_option(const std::string& field, const std::string& why) {
+  throw std::invalid_argument("runtime_options." + field + ": " + why);
+}
+
+}  // namespace
+
+void runtime_options::validate() const {
+  switch (topology.kind) {
+    case topology_kind::system:
+      break;
+    case topology_kind::synthetic:
+    case topology_kind::xml:
+      if (topology.text.empty()) {
+        bad_option("topology", std::string(topology.kind == topology_kind::xml
+                                               ? "the XML file path is empty"
+                                               : "the synthetic description is empty"));
+      }
+      break;
+    default:
+      bad_option("topology", "kind " + std::to_string(static_cast<int>(topology.kind)) +
+                                 " is not a topology_kind");
+  }
+  if (idle_spin.count() < 0) bad_option("idle_spin", ns_text(idle_spin) + " is negative");
+  switch (policy) {
+    case worker_policy::other:
+      break;
+    case worker_policy::fifo: {
+      const int lo = sched_get_priority_min(SCHED_FIFO);
+      const int hi = sched_get_priority_max(SCHED_FIFO);
+      if (fifo_priority < lo || fifo_priority > hi) {
+        bad_option("fifo_priority", std::to_string(fifo_priority) + " is outside " +
+                                        std::to_string(lo) + ".." + std::to_string(hi));
+      }
+      break;
+    }
+    default:
+      bad_option("policy", "value " + std::to_string(static_cast<int>(policy)) +
+                               " is not a worker_policy");
+  }
+  if (lock_memory != memory_lock::none && lock_memory != memory_lock::all) {
+    bad_option("lock_memory", "value " + std::to_string(static_cast<int>(lock_memory)) +
+                                  " is not a memory_lock");
+  }
+}
+
+struct runtime::impl {
+  explicit impl(runtime_options opts);
+  ~impl();
+
+  unsigned place_remote(const task_spec& spec) const noexcept;
+  void note_change() noexcept;
+  void ring_all() noexcept;
+  void wait_quiescent() noexcept;
+  void shut_down(run_state via) noexcept;
+
+  runtime_options options;
+  urt::topology topo;
+  detail::runtime_shared shared;
+  std::vector<std::unique_ptr<worker>> workers;
+  std::mutex stop_mutex;
+  bool stopped = false;  // guarded by stop_mutex
+};
+
+namespace {
+
+urt::topology load_topology(const runtime_options& o) {
+  try {
+    return urt::topology(topology_options{.source = o.topology, .cpus = o.cpus});
+  } catch (const std::invalid_argument& e) {
+    // Name the field as the user spelled it: runtime_options.cpus, ...
+    throw std::invalid_argument(std::string("runtime_options.") + e.what());
+  }
+}
+
+}  // namespace
+
+runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_topology(options)) {
+  const std::size_t n = topo.worker_count();
+  if (n > max_workers) {
+    bad_option("cpus", std::to_string(n) + " workers exceed urt::max_workers (" +
+                           std::to_string(max_workers) + ")");
+  }
+  if (options.lock_memory == memory_lock::all && ::mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+    throw std::system_error(errno, std::generic_category(),
+                            "runtime_options.lock_memory: mlockall refused (needs root, "
+                            "CAP_IPC_LOCK or a large enough RLIMIT_MEMLOCK)");
+  }
+  shared.topo = &topo;
+  shared.idle_spin = options.idle_spin;
+  shared.policy = options.policy;
+  shared.fifo_priority = options.fifo_priority;
+  shared.on_task_exception = options.on_task_exception;
+  shared.owner = this;
+
+  workers.reserve(n);
+  for (unsigned id = 0; id < n; ++id) workers.push_back(std::make_unique<worker>(shared, id));
+  detail::startup st(static_cast<std::ptrdiff_t>(n));
+  for (std::size_t i = 0; i < n; ++i) {
+    try {
+      workers[i]->start(st);
+    } catch (...) {
+      std::lock_guard lock(st.mutex);
+      if (!st.error) st.error = std::current_exception();
+      st.done.count_down(static_cast<std::ptrdiff_t>(n - i));
+      break;
+    }
+  }
+  st.done.wait();
+  if (st.error) {
+    shut_down(run_state::stopped);
+    std::rethrow_exception(st.error);
+  }
+}
+
+runtime::impl::~impl() = default;
+
+void runtime::impl::ring_all() noexcept {
+  for (auto& w : workers) w->ring();
+}
+
+void runtime::impl::note_change() noexcept {
+  shared.idle_epoch.fetch_add(1, std::memory_order_release);
+  shared.idle_epoch.notify_all();
+}
+
+// Quiescence: every accepted task has finished. Read every worker's
+// finished count (acquire) first, then every accepted count. A task that
+// was counted finished had its children's acceptances happen before its
+// release, so they are counted too; hence finished <= accepted, with
+// equality only when no task is queued or running at the moment the
+// finished counts were read. Once the state is not running, only running
+// tasks can add work (external spawns back out), so equality is final.
+void runtime::impl::wait_quiescent() noexcept {
+  for (;;) {
+    // Acquire: pairs with the release bump in worker::idle()/note_change().
+    const std::uint64_t epoch = shared.idle_epoch.load(std::memory_order_acquire);
+    std::uint64_t finished = 0;
+    for (auto& w : workers) finished += w->finished_acquire();
+    std::uint64_t accepted = 0;
+    for (auto& w : workers) accepted += w->accepted_seq_cst();
+    if (finished == accepted) return;
+    shared.idle_epoch.wait(epoch, std::memory_order_acquire);
+  }
+}
+
+void runtime::impl::shut_down(run_state via) noexcept {
+  if (via != run_state::stopped) {
+    // seq_cst: pairs with the seq_cst accept count and state load in
+    // begin_spawn(); either this store is seen there, or that count here.
+    shared.state.store(via, std::memory_order_seq_cst);
+    ring_all();
+    wait_quiescent();
+  }
+  shared.state.store(run_state::stopped, std::memory_order_seq_cst);
+  ring_all();
+  for (auto& w : workers) w->join();
+}
+
+unsigned runtime::impl::place_remote(const task_spec& spec) const noexcept {
+  // Least-loaded worker in the affinity; the scan starts at a per-thread
+  // rotating offset so that equally loaded workers take turns.
+  thread_local unsigned rotor = 0;
+  const auto n = static_cast<unsigned>(workers.size());
+  const unsigned start = rotor++ % n;
+  unsigned best = n;
+  std::uint64_t best_load = ~std::uint64_t{0};
+  const auto consider = [&](unsigned w) {
+    const std::uint64_t load = workers[w]->load();
+    if (load < best_load) {
+      best = w;
+      best_load = load;
+    }
+    return load == 0;  // an idle worker cannot be beaten
+  };
+  if (!spec.affinity) {
+    for (unsigned i = 0; i < n; ++i) {
+      if (consider((start + i) % n)) break;
+    }
+    return best;
+  }
+  const worker_set& allowed = *spec.affinity;
+  for (unsigned w = allowed.next(start); w < n; w = allowed.next(w + 1)) {
+    if (consider(w)) return w;
+  }
+  for (unsigned w = allowed.first(); w < start; w = allowed.next(w + 1)) {
+    if (consider(w)) return w;
+  }
+  return best;
+}
+
+runtime::runtime(runtime_options options) {
+  options.validate();
+  impl_ = std::make_unique<impl>(std::move(options));
+}
+
+runtime::~runtime() { stop(stop_mode::drain); }
+
+runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec) {
+  if (!is_valid_priority(spec.priority)) {
+    throw std::invalid_argument("task_spec.priority: " + std::to_string(spec.priority) +
+                                " is outside " + std::to_string(priority_normal) + ".." +
+                                std::to_string(priority_max));
+  }
+  const auto n = static_cast<unsigned>(impl_->workers.size());
+  if (spec.affinity) {
+    if (spec.affinity->empty()) throw std::invalid_argument("task_spec.affinity: the set is empty");
+    if (spec.affinity->last() >= n) {
+      throw std::invalid_argument("task_spec.affinity: worker " +
+                                  std::to_string(spec.affinity->last()) +
+                                  " does not exist (the runtime has workers 0-" +
+                                  std::to_string(n - 1) + ")");
+    }
+  }
+  task_node* node = detail::node_pool::allocate();
+  node->priority = spec.priority;
+  node->any_worker = !spec.affinity.has_value();
+  if (spec.affinity) node->affinity = *spec.affinity;
+
+  worker* self = worker::current_in(impl_.get());
+  if (self != nullptr && (!spec.affinity || spec.affinity->contains(self->id()))) {
+    // Inside a task the runtime is never stopped: it waits for this task.
+    self->count_local_accept();
+    return spawn_ticket(impl_.get(), node, self->id(), true);
+  }
+  const unsigned target = impl_->place_remote(spec);
+  worker& w = *impl_->workers[target];
+  // Count first, then look at the state (both seq_cst), mirrored by stop()
+  // storing the state, then reading the counts: a spawn either sees the
+  // stop and backs out, or stop() sees its count and waits for the task.
+  w.count_remote_accept();
+  const run_state state = impl_->shared.state.load(std::memory_order_seq_cst);
+  if (state != run_state::running && self == nullptr) {
+    w.uncount_remote_accept();
+    impl_->note_change();
+    detail::node_pool::release(node);
+    throw runtime_stopped(state == run_state::stopped
+                              ? "runtime::spawn: the runtime is stopped"
+                              : "runtime::spawn: the runtime is stopping");
+  }
+  return spawn_ticket(impl_.get(), node, target, false);
+}
+
+void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
+  worker& w = *impl_->workers[ticket.target_];
+  if (ticket.local_) {
+    w.submit_local(ticket.node_);
+  } else {
+    w.submit_remote(ticket.node_);
+  }
+  ticket.node_ = nullptr;
+}
+
+runtime::spawn_ticket::~spawn_ticket() {
+  if (node_ == nullptr) return;  // committed
+  // The callable's construction threw: un-accept the task.
+  worker& w = *rt_->workers[target_];
+  if (local_) {
+    w.uncount_local_accept();
+  } else {
+    w.uncount_remote_accept();
+  }
+  rt_->note_change();
+  detail::node_pool::release(node_);
+}
+
+detail::task_payload* runtime::spawn_ticket::payload() const noexcept { return &node_->payload; }
+
+std::size_t runtime::stop(stop_mode mode) {
+  if (worker::current_in(impl_.get()) != nullptr) {
+    throw std::logic_error("runtime::stop: called from inside one of its own tasks, "
+                           "which it would wait for");
+  }
+  std::lock_guard lock(impl_->stop_mutex);
+  if (impl_->stopped) return 0;
+  impl_->shut_down(mode == stop_mode::cancel ? run_state::cancelling : run_state::draining);
+  impl_->stopped = true;
+  std::size_t cancelled = 0;
+  for (auto& w : impl_->workers) cancelled += w->stats().cancelled;
+  return cancelled;
+}
+
+std::size_t runtime::worker_count() const noexcept { return impl_->workers.size(); }
+
+const urt::topology& runtime::topology() const noexcept { return impl_->topo; }
+
+runtime_stats runtime::stats() const {
+  runtime_stats s;
+  s.workers.reserve(impl_->workers.size());
+  for (auto& w : impl_->workers) s.workers.push_back(w->stats());
+  return s;
+}
+
+}  // namespace urt

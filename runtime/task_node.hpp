@@ -1,0 +1,59 @@
+// task_node: one accepted task, as it travels from spawn to a worker.
+#pragma once
+
+#include <urcu/wfcqueue.h>
+
+#include <cstddef>
+#include <type_traits>
+
+#include "run_queue.hpp"
+#include "urt/cpuset.hpp"
+#include "urt/task.hpp"
+
+namespace urt::detail {
+
+/// A task node is owned by exactly one party at a time: the spawner (until
+/// it is enqueued), a worker's inbox (until spliced), a worker's run queue,
+/// the running worker, and finally the node pool. Hand-offs go through the
+/// inbox (wfcqueue: its enqueue publishes everything written before it) or
+/// stay on one thread.
+struct task_node {
+  task_payload payload;      // first member: a payload* is a task_node*
+  rq_link rq;                // run queue hook
+  cds_wfcq_node inbox{};     // remote submission hook
+  task_node* pool_next = nullptr;
+  priority_t priority = priority_normal;
+  bool any_worker = true;    // affinity is "every worker"; `affinity` unused
+  worker_set affinity;       // last: untouched for the common any-worker case
+
+  static task_node* from_payload(task_payload* p) noexcept {
+    return reinterpret_cast<task_node*>(p);
+  }
+  static task_node* from_rq(rq_link* l) noexcept {
+    return reinterpret_cast<task_node*>(reinterpret_cast<std::byte*>(l) - offsetof(task_node, rq));
+  }
+  static task_node* from_inbox(cds_wfcq_node* n) noexcept {
+    return reinterpret_cast<task_node*>(reinterpret_cast<std::byte*>(n) -
+                                        offsetof(task_node, inbox));
+  }
+};
+static_assert(std::is_standard_layout_v<task_node>, "offsetof and from_payload need it");
+static_assert(offsetof(task_node, payload) == 0);
+
+/// Process-wide pool of task nodes: a per-thread magazine in front of a
+/// shared depot of full magazines (Bonwick's magazine allocator). Any thread
+/// may allocate and free, including a thread other than the allocating one.
+/// Steady state touches only the calling thread's magazine; moving a batch
+/// to or from the depot takes one mutex per `pool_batch` nodes; the heap is
+/// used only while the pool grows. Nodes are returned to the depot when a
+/// thread exits and freed at process exit.
+namespace node_pool {
+/// Nodes moved between a thread and the depot at once.
+inline constexpr std::size_t pool_batch = 64;
+/// A fresh (default-initialized) node. Throws std::bad_alloc when growing fails.
+task_node* allocate();
+/// Returns a node whose payload has been consumed.
+void release(task_node* node) noexcept;
+}  // namespace node_pool
+
+}  // namespace urt::detail

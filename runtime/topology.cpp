@@ -1,0 +1,271 @@
+#include "urt/topology.hpp"
+
+#include <hwloc.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "urt/cpuset.hpp"
+
+namespace urt {
+namespace {
+
+struct topology_deleter {
+  void operator()(hwloc_topology* t) const noexcept { hwloc_topology_destroy(t); }
+};
+using topology_ptr = std::unique_ptr<hwloc_topology, topology_deleter>;
+
+struct bitmap_deleter {
+  void operator()(hwloc_bitmap_s* b) const noexcept { hwloc_bitmap_free(b); }
+};
+using bitmap_ptr = std::unique_ptr<hwloc_bitmap_s, bitmap_deleter>;
+
+std::string errno_text(int err) { return std::generic_category().message(err); }
+
+std::string quoted(const std::string& text) { return "\"" + text + "\""; }
+
+bitmap_ptr alloc_bitmap() {
+  bitmap_ptr b(hwloc_bitmap_alloc());
+  if (!b) throw std::bad_alloc();
+  return b;
+}
+
+// The bitmap as an hwloc cpulist ("0-7"), e.g. for error messages.
+std::string list_string(hwloc_const_bitmap_t set) {
+  char* raw = nullptr;
+  if (hwloc_bitmap_list_asprintf(&raw, set) < 0 || raw == nullptr) return "?";
+  std::string out(raw);
+  std::free(raw);
+  return out;
+}
+
+// Creates the hwloc topology for `source` and loads it; every failure destroys it.
+topology_ptr load(const topology_source& source) {
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) {
+    throw std::runtime_error("topology: hwloc_topology_init failed: " + errno_text(errno));
+  }
+  topology_ptr t(raw);
+
+  const unsigned long flags = HWLOC_TOPOLOGY_FLAG_DONT_CHANGE_BINDING |
+                              HWLOC_TOPOLOGY_FLAG_NO_DISTANCES | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS;
+  if (hwloc_topology_set_flags(t.get(), flags) != 0) {
+    throw std::runtime_error("topology: hwloc_topology_set_flags failed: " + errno_text(errno));
+  }
+  // Blacklisting a component that is not installed is not an error worth reporting.
+  (void)hwloc_topology_set_components(t.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
+  (void)hwloc_topology_set_components(t.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
+  if (hwloc_topology_set_io_types_filter(t.get(), HWLOC_TYPE_FILTER_KEEP_NONE) != 0) {
+    throw std::runtime_error("topology: hwloc_topology_set_io_types_filter failed: " +
+                             errno_text(errno));
+  }
+
+  switch (source.kind) {
+    case topology_kind::system:
+      break;
+    case topology_kind::synthetic:
+      if (hwloc_topology_set_synthetic(t.get(), source.text.c_str()) != 0) {
+        throw std::invalid_argument("topology.synthetic: cannot parse " + quoted(source.text));
+      }
+      break;
+    case topology_kind::xml: {
+      std::FILE* f = std::fopen(source.text.c_str(), "r");
+      if (f == nullptr) {
+        throw std::invalid_argument("topology.xml: cannot read " + quoted(source.text) + ": " +
+                                    errno_text(errno));
+      }
+      std::fclose(f);
+      if (hwloc_topology_set_xml(t.get(), source.text.c_str()) != 0) {
+        throw std::invalid_argument("topology.xml: cannot load " + quoted(source.text) +
+                                    ": not a valid hwloc XML topology");
+      }
+      break;
+    }
+  }
+
+  if (hwloc_topology_load(t.get()) != 0) {
+    const int err = errno;
+    if (source.kind == topology_kind::xml) {
+      throw std::invalid_argument("topology.xml: cannot load " + quoted(source.text) +
+                                  ": not a valid hwloc XML topology");
+    }
+    throw std::runtime_error("topology: hwloc_topology_load failed: " + errno_text(err));
+  }
+  // Fill hwloc's lazily built caches now so later concurrent reads never write.
+  if (hwloc_topology_refresh(t.get()) != 0) {
+    throw std::runtime_error("topology: hwloc_topology_refresh failed: " + errno_text(errno));
+  }
+  return t;
+}
+
+// The PUs workers may use: for this machine, hwloc's allowed set narrowed to
+// the process's current affinity; otherwise every PU of the topology.
+bitmap_ptr allowed_pus(hwloc_topology_t t, bool this_system) {
+  bitmap_ptr allowed = alloc_bitmap();
+  if (hwloc_bitmap_and(allowed.get(), hwloc_topology_get_topology_cpuset(t),
+                       hwloc_topology_get_allowed_cpuset(t)) != 0) {
+    throw std::bad_alloc();
+  }
+  if (this_system) {
+    bitmap_ptr bound = alloc_bitmap();
+    if (hwloc_get_cpubind(t, bound.get(), HWLOC_CPUBIND_PROCESS) == 0) {
+      if (hwloc_bitmap_and(allowed.get(), allowed.get(), bound.get()) != 0) throw std::bad_alloc();
+    }
+  }
+  return allowed;
+}
+
+// The PUs named by `cpus` (all of `allowed` when empty); each must be allowed.
+bitmap_ptr chosen_pus(const std::string& cpus, hwloc_const_bitmap_t allowed) {
+  bitmap_ptr chosen = alloc_bitmap();
+  if (cpus.empty()) {
+    if (hwloc_bitmap_copy(chosen.get(), allowed) != 0) throw std::bad_alloc();
+    return chosen;
+  }
+  for (unsigned pu : parse_cpulist(cpus, "cpus")) {
+    if (hwloc_bitmap_isset(allowed, pu) == 0) {
+      throw std::invalid_argument("cpus: PU " + std::to_string(pu) + " is not in the allowed set " +
+                                  quoted(list_string(allowed)));
+    }
+    if (hwloc_bitmap_set(chosen.get(), pu) != 0) throw std::bad_alloc();
+  }
+  return chosen;
+}
+
+// The outermost data or unified cache above `pu`; its Package (or the root)
+// when it has none.
+hwloc_obj_t llc_of(hwloc_topology_t t, hwloc_obj_t pu) {
+  hwloc_obj_t llc = nullptr;
+  for (hwloc_obj_t o = pu->parent; o != nullptr; o = o->parent) {
+    if (hwloc_obj_type_is_dcache(o->type) != 0) llc = o;
+  }
+  if (llc == nullptr) llc = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_PACKAGE, pu);
+  if (llc == nullptr) llc = hwloc_get_root_obj(t);
+  return llc;
+}
+
+// The first NUMA node (in logical order) whose cpuset holds `pu`, or null.
+hwloc_obj_t numa_of(hwloc_topology_t t, hwloc_obj_t pu) {
+  for (hwloc_obj_t node = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, nullptr);
+       node != nullptr; node = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, node)) {
+    if (node->cpuset != nullptr && hwloc_bitmap_isset(node->cpuset, pu->os_index) != 0) return node;
+  }
+  return nullptr;
+}
+
+// Dense indexes 0..size()-1 handed out in order of first appearance.
+class dense_index {
+ public:
+  unsigned operator()(const void* key) {
+    auto [it, inserted] = map_.try_emplace(key, static_cast<unsigned>(map_.size()));
+    return it->second;
+  }
+  [[nodiscard]] std::size_t size() const noexcept { return map_.size(); }
+
+ private:
+  std::unordered_map<const void*, unsigned> map_;
+};
+
+const topology_source empty_source{};
+
+}  // namespace
+
+struct topology::impl {
+  topology_ptr topo_;
+  topology_source source_;
+  std::vector<worker_place> workers_;
+  std::size_t llc_count_ = 0;
+  std::size_t numa_count_ = 0;
+  bool this_system_ = false;
+  // hwloc's XML export is not documented as safe to run concurrently with itself.
+  mutable std::mutex export_mutex_;
+};
+
+topology::topology(const topology_options& options) : impl_(std::make_unique<impl>()) {
+  impl_->source_ = options.source;
+  impl_->topo_ = load(options.source);
+  hwloc_topology_t t = impl_->topo_.get();
+  impl_->this_system_ = hwloc_topology_is_thissystem(t) != 0;
+
+  const bitmap_ptr allowed =
+      allowed_pus(t, options.source.kind == topology_kind::system && impl_->this_system_);
+  const bitmap_ptr chosen = chosen_pus(options.cpus, allowed.get());
+
+  dense_index llcs;
+  dense_index numas;
+  for (hwloc_obj_t pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, nullptr); pu != nullptr;
+       pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, pu)) {
+    if (hwloc_bitmap_isset(chosen.get(), pu->os_index) == 0) continue;
+    worker_place place;
+    place.worker = static_cast<unsigned>(impl_->workers_.size());
+    place.pu = pu->os_index;
+    place.llc = llcs(llc_of(t, pu));
+    place.numa = numas(numa_of(t, pu));
+    impl_->workers_.push_back(place);
+  }
+  if (impl_->workers_.empty()) throw std::invalid_argument("topology: no workers");
+  impl_->llc_count_ = llcs.size();
+  impl_->numa_count_ = numas.size();
+}
+
+topology::~topology() = default;
+topology::topology(topology&&) noexcept = default;
+topology& topology::operator=(topology&&) noexcept = default;
+
+std::span<const worker_place> topology::workers() const noexcept {
+  if (!impl_) return {};
+  return impl_->workers_;
+}
+
+std::size_t topology::llc_count() const noexcept { return impl_ ? impl_->llc_count_ : 0; }
+
+std::size_t topology::numa_count() const noexcept { return impl_ ? impl_->numa_count_ : 0; }
+
+bool topology::is_this_system() const noexcept { return impl_ && impl_->this_system_; }
+
+const topology_source& topology::source() const noexcept {
+  return impl_ ? impl_->source_ : empty_source;
+}
+
+bool topology::bind_current_thread(unsigned worker) const {
+  if (!impl_ || worker >= impl_->workers_.size()) {
+    throw std::out_of_range("topology: no worker " + std::to_string(worker) + " (have " +
+                            std::to_string(worker_count()) + ")");
+  }
+  if (!impl_->this_system_) return false;
+  const unsigned pu = impl_->workers_[worker].pu;
+  bitmap_ptr set = alloc_bitmap();
+  if (hwloc_bitmap_only(set.get(), pu) != 0) throw std::bad_alloc();
+  if (hwloc_set_cpubind(impl_->topo_.get(), set.get(), HWLOC_CPUBIND_THREAD) != 0) {
+    throw std::system_error(errno, std::generic_category(),
+                            "bind worker " + std::to_string(worker) + " to PU " + std::to_string(pu));
+  }
+  return true;
+}
+
+void topology::save_xml(const std::string& path) const {
+  if (!impl_) throw std::runtime_error("topology: save_xml on a moved-from topology");
+  int rc = 0;
+  int err = 0;
+  {
+    const std::lock_guard lock(impl_->export_mutex_);
+    errno = 0;
+    rc = hwloc_topology_export_xml(impl_->topo_.get(), path.c_str(), 0);
+    err = errno;
+  }
+  if (rc != 0) {
+    throw std::runtime_error("topology: cannot write XML to " + quoted(path) + ": " +
+                             errno_text(err != 0 ? err : EIO));
+  }
+}
+
+}  // namespace urt

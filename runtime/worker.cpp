@@ -1,0 +1,283 @@
+#include "worker.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+// TSAN cannot see liburcu's atomics: annotate the inbox hand-off.
+#define URT_TSAN_RELEASE(p) __tsan_release(p)
+#define URT_TSAN_ACQUIRE(p) __tsan_acquire(p)
+#else
+#define URT_TSAN_RELEASE(p) static_cast<void>(p)
+#define URT_TSAN_ACQUIRE(p) static_cast<void>(p)
+#endif
+
+namespace urt::detail {
+namespace {
+
+thread_local worker* tls_worker = nullptr;
+thread_local const void* tls_owner = nullptr;
+thread_local task_node* tls_task = nullptr;
+
+void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+}  // namespace
+
+worker::worker(runtime_shared& shared, unsigned id) : shared_(shared), id_(id) {
+  __cds_wfcq_init(&inbox_head_, &inbox_tail_);
+  __cds_wfcq_init(&splice_head_, &splice_tail_);
+}
+
+worker::~worker() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void worker::start(startup& st) {
+  thread_ = std::thread([this, &st] { main(st); });
+}
+
+void worker::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void worker::main(startup& st) {
+  try {
+    set_up();
+  } catch (...) {
+    {
+      std::lock_guard lock(st.mutex);
+      if (!st.error) st.error = std::current_exception();
+    }
+    st.done.count_down();
+    return;
+  }
+  st.done.count_down();  // `st` may be gone after this
+  tls_worker = this;
+  tls_owner = shared_.owner;
+  bell_.arm();
+  loop();
+  bell_.disarm();
+  work_.reset();
+  io_.poll();  // completes the cancelled wait so its handler memory is freed
+  tls_worker = nullptr;
+  tls_owner = nullptr;
+}
+
+void worker::set_up() {
+  const std::string name = "urt-w" + std::to_string(id_);
+  pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+  shared_.topo->bind_current_thread(id_);
+  if (shared_.policy == worker_policy::fifo) {
+    sched_param param{};
+    param.sched_priority = shared_.fifo_priority;
+    if (const int err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param); err != 0) {
+      throw std::system_error(
+          err, std::generic_category(),
+          "runtime_options.policy: SCHED_FIFO at fifo_priority " +
+              std::to_string(shared_.fifo_priority) + " refused for worker " + std::to_string(id_) +
+              (err == EPERM ? " (needs root, CAP_SYS_NICE or a large enough RLIMIT_RTPRIO)" : ""));
+    }
+  }
+}
+
+void worker::loop() {
+  for (;;) {
+    // Acquire: pairs with the seq_cst store in stop(); a worker that sees
+    // a new state sees everything stop() did before it.
+    const run_state seen = shared_.state.load(std::memory_order_acquire);
+    drain_inbox();
+    if (seen == run_state::cancelling) cancel_queued();
+    if (rq_link* next = rq_.pop()) {
+      run_task(task_node::from_rq(next));
+      continue;
+    }
+    if (seen == run_state::stopped) return;
+    idle(seen);
+  }
+}
+
+bool worker::inbox_empty() const noexcept {
+  return cds_wfcq_empty(__cds_wfcq_head_cast(const_cast<__cds_wfcq_head*>(&inbox_head_)),
+                        const_cast<cds_wfcq_tail*>(&inbox_tail_));
+}
+
+void worker::drain_inbox() noexcept {
+  if (inbox_empty()) return;
+  // One splice takes every node enqueued so far; the walk below then sees
+  // each node's content as written before its enqueue (wfcqueue guarantee).
+  __cds_wfcq_splice_blocking(__cds_wfcq_head_cast(&splice_head_), &splice_tail_,
+                             __cds_wfcq_head_cast(&inbox_head_), &inbox_tail_);
+  cds_wfcq_node* link = nullptr;
+  cds_wfcq_node* after = nullptr;
+  __cds_wfcq_for_each_blocking_safe(__cds_wfcq_head_cast(&splice_head_), &splice_tail_, link,
+                                    after) {
+    task_node* node = task_node::from_inbox(link);
+    URT_TSAN_ACQUIRE(node);
+    rq_.push_back(&node->rq, node->priority);
+  }
+  __cds_wfcq_init(&splice_head_, &splice_tail_);
+}
+
+void worker::submit_remote(task_node* node) noexcept {
+  cds_wfcq_node_init(&node->inbox);
+  URT_TSAN_RELEASE(node);
+  cds_wfcq_enqueue(__cds_wfcq_head_cast(&inbox_head_), &inbox_tail_, &node->inbox);
+  bell_.ring();
+}
+
+void worker::submit_local(task_node* node) noexcept { rq_.push_back(&node->rq, node->priority); }
+
+void worker::bump(std::atomic<std::uint64_t>& counter) noexcept {
+  // Single writer: a load and a store, no read-modify-write. Release pairs
+  // with finished_acquire() (for completed_/cancelled_); harmless elsewhere.
+  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+void worker::count_local_accept() noexcept { bump(accepted_local_); }
+
+void worker::uncount_local_accept() noexcept {
+  accepted_local_.store(accepted_local_.load(std::memory_order_relaxed) - 1,
+                        std::memory_order_release);
+}
+
+void worker::run_task(task_node* node) noexcept {
+  tls_task = node;
+  try {
+    node->payload.run_fn(node->payload);
+  } catch (...) {
+    handle_exception(std::current_exception());
+  }
+  tls_task = nullptr;
+  node_pool::release(node);
+  bump(completed_);
+}
+
+void worker::cancel_queued() noexcept {
+  while (rq_link* link = rq_.pop()) {
+    task_node* node = task_node::from_rq(link);
+    node->payload.drop_fn(node->payload);
+    node_pool::release(node);
+    bump(cancelled_);
+  }
+}
+
+void worker::handle_exception(std::exception_ptr error) noexcept {
+  bump(exceptions_);
+  if (shared_.on_task_exception) {
+    try {
+      shared_.on_task_exception(error);
+    } catch (...) {
+      // A throwing handler is counted (above) and ignored: the worker goes on.
+    }
+    return;
+  }
+  if (shared_.exception_reported.exchange(true, std::memory_order_relaxed)) return;
+  std::string what = "unknown exception";
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  std::fprintf(stderr,
+               "urt: a task at priority %d on worker %u threw: %s (further exceptions are only "
+               "counted; set runtime_options::on_task_exception to handle them)\n",
+               tls_task != nullptr ? tls_task->priority : -1, id_, what.c_str());
+}
+
+void worker::idle(run_state seen) {
+  if (seen != run_state::running) {
+    // Tell stop() to look again: this worker has nothing left.
+    shared_.idle_epoch.fetch_add(1, std::memory_order_release);
+    shared_.idle_epoch.notify_all();
+  }
+  const auto changed = [&] {
+    return !inbox_empty() || shared_.state.load(std::memory_order_acquire) != seen;
+  };
+  if (shared_.idle_spin.count() > 0) {
+    const auto deadline = std::chrono::steady_clock::now() + shared_.idle_spin;
+    for (unsigned spins = 0;; ++spins) {
+      if (changed()) return;
+      cpu_relax();
+      if (spins % 64 == 63 && std::chrono::steady_clock::now() >= deadline) break;
+    }
+  }
+  bell_.announce_parking();
+  if (changed()) {
+    bell_.cancel_parking();
+    return;
+  }
+  parks_.store(parks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  io_.run_one();  // returns once the doorbell (or another handler) ran
+  bell_.cancel_parking();
+}
+
+std::uint64_t worker::load() const noexcept {
+  return accepted_remote_.load(std::memory_order_relaxed) +
+         accepted_local_.load(std::memory_order_relaxed) -
+         completed_.load(std::memory_order_relaxed) - cancelled_.load(std::memory_order_relaxed);
+}
+
+std::uint64_t worker::finished_acquire() const noexcept {
+  return completed_.load(std::memory_order_acquire) + cancelled_.load(std::memory_order_acquire);
+}
+
+std::uint64_t worker::accepted_seq_cst() const noexcept {
+  return accepted_remote_.load(std::memory_order_seq_cst) +
+         accepted_local_.load(std::memory_order_seq_cst);
+}
+
+worker_stats worker::stats() const noexcept {
+  worker_stats s;
+  s.worker = id_;
+  s.pu = shared_.topo->workers()[id_].pu;
+  s.accepted = accepted_remote_.load(std::memory_order_relaxed) +
+               accepted_local_.load(std::memory_order_relaxed);
+  s.completed = completed_.load(std::memory_order_relaxed);
+  s.cancelled = cancelled_.load(std::memory_order_relaxed);
+  s.exceptions = exceptions_.load(std::memory_order_relaxed);
+  s.parks = parks_.load(std::memory_order_relaxed);
+  s.doorbells = bell_.received();
+  return s;
+}
+
+worker* worker::current_in(const void* owner) noexcept {
+  return tls_owner == owner ? tls_worker : nullptr;
+}
+
+}  // namespace urt::detail
+
+namespace urt::this_task {
+
+bool running() noexcept { return detail::tls_task != nullptr; }
+
+namespace {
+detail::task_node& current_task() {
+  if (detail::tls_task == nullptr) {
+    throw std::logic_error("urt::this_task: the calling thread is not running an urt task");
+  }
+  return *detail::tls_task;
+}
+}  // namespace
+
+unsigned worker_id() {
+  current_task();
+  return detail::tls_worker->id();
+}
+
+priority_t priority() { return current_task().priority; }
+
+}  // namespace urt::this_task

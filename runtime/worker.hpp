@@ -1,0 +1,148 @@
+// worker: one pinned OS thread, its run queue, inbox and doorbell.
+//
+// Concurrency:
+//   - submit_remote() and ring(): any thread, concurrently with everything.
+//     The inbox is a wfcqueue: enqueue is wait-free and excludes nothing.
+//   - submit_local(): only on the worker's own thread (from inside a task).
+//   - the run queue, the local splice list and the io_context: owner only.
+//   - counters: each has one writer (noted below); anyone may read them.
+// Progress: submission is wait-free; the worker blocks only when parked.
+#pragma once
+
+#include <urcu/wfcqueue.h>
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <latch>
+#include <mutex>
+#include <thread>
+
+#include "doorbell.hpp"
+#include "run_queue.hpp"
+#include "task_node.hpp"
+#include "urt/runtime.hpp"
+#include "urt/stats.hpp"
+#include "urt/topology.hpp"
+
+namespace urt::detail {
+
+/// Lifecycle of a runtime as the workers see it. Transitions only forward:
+/// running -> draining | cancelling -> stopped.
+enum class run_state : std::uint8_t { running, draining, cancelling, stopped };
+
+/// What the runtime shares with all its workers. Read-mostly.
+struct runtime_shared {
+  /// Written by stop() (seq_cst store, then every doorbell is rung);
+  /// workers load it with acquire at each scheduling point.
+  std::atomic<run_state> state{run_state::running};
+  /// Bumped (and notified) by a worker going idle while the runtime is not
+  /// running; stop() waits on it between checks for quiescence.
+  std::atomic<std::uint64_t> idle_epoch{0};
+  /// Set once by the default exception handler.
+  std::atomic<bool> exception_reported{false};
+
+  const topology* topo = nullptr;
+  std::chrono::nanoseconds idle_spin{0};
+  worker_policy policy = worker_policy::other;
+  int fifo_priority = 0;
+  std::function<void(std::exception_ptr)> on_task_exception;
+  const void* owner = nullptr;  // identifies the runtime for worker::current_in()
+};
+
+/// Collects worker start-up results for the runtime constructor.
+struct startup {
+  explicit startup(std::ptrdiff_t workers) : done(workers) {}
+  std::latch done;
+  std::mutex mutex;
+  std::exception_ptr error;  // the first failure
+};
+
+class worker {
+ public:
+  worker(runtime_shared& shared, unsigned id);
+  ~worker();
+  worker(const worker&) = delete;
+  worker& operator=(const worker&) = delete;
+
+  /// Starts the thread; it reports to `st` once set up (or failed).
+  void start(startup& st);
+  /// Joins the thread (after the state became stopped).
+  void join();
+
+  [[nodiscard]] unsigned id() const noexcept { return id_; }
+
+  /// Any thread: queues a node this worker will see at its next scheduling
+  /// point, and rings its doorbell if it is parking.
+  void submit_remote(task_node* node) noexcept;
+  /// Owner only: queues a node directly into the run queue.
+  void submit_local(task_node* node) noexcept;
+  /// Any thread: wakes the worker if it is parking (after a state change).
+  void ring() noexcept { bell_.ring(); }
+
+  /// Accepted-but-unfinished tasks: the placement load. Relaxed and racy by
+  /// design; a stale value only makes one placement less balanced.
+  [[nodiscard]] std::uint64_t load() const noexcept;
+  /// Counts a remote acceptance before the node is enqueued (any thread).
+  /// seq_cst: pairs with the seq_cst state store in stop() (see runtime.cpp).
+  void count_remote_accept() noexcept { accepted_remote_.fetch_add(1, std::memory_order_seq_cst); }
+  void uncount_remote_accept() noexcept { accepted_remote_.fetch_sub(1, std::memory_order_seq_cst); }
+  void count_local_accept() noexcept;
+  void uncount_local_accept() noexcept;
+  /// Tasks finished (completed or cancelled), acquire: pairs with the release
+  /// stores after each task, so a caller that sees a task finished also sees
+  /// every acceptance that task made.
+  [[nodiscard]] std::uint64_t finished_acquire() const noexcept;
+  /// Tasks accepted, seq_cst: read after finished_acquire() of every worker.
+  [[nodiscard]] std::uint64_t accepted_seq_cst() const noexcept;
+
+  [[nodiscard]] worker_stats stats() const noexcept;
+
+  /// The worker whose thread is calling, if it belongs to the runtime `owner`.
+  static worker* current_in(const void* owner) noexcept;
+
+ private:
+  void main(startup& st);
+  void set_up();
+  void loop();
+  void drain_inbox() noexcept;
+  void run_task(task_node* node) noexcept;
+  void cancel_queued() noexcept;
+  void idle(run_state seen);
+  [[nodiscard]] bool inbox_empty() const noexcept;
+  void handle_exception(std::exception_ptr error) noexcept;
+  static void bump(std::atomic<std::uint64_t>& counter) noexcept;
+
+  runtime_shared& shared_;
+  const unsigned id_;
+  std::thread thread_;
+
+  // Owner-only state.
+  run_queue rq_;
+  asio::io_context io_{1};
+  asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
+  doorbell bell_{io_};
+  __cds_wfcq_head splice_head_{};
+  cds_wfcq_tail splice_tail_{};
+
+  // Counters written by the owner only (plain load + store).
+  alignas(64) std::atomic<std::uint64_t> accepted_local_{0};
+  std::atomic<std::uint64_t> completed_{0};
+  std::atomic<std::uint64_t> cancelled_{0};
+  std::atomic<std::uint64_t> exceptions_{0};
+  std::atomic<std::uint64_t> parks_{0};
+
+  // Written by spawners on other threads: a line of their own.
+  alignas(64) std::atomic<std::uint64_t> accepted_remote_{0};
+
+  // The inbox: producers touch the tail, the owner the head.
+  alignas(64) cds_wfcq_tail inbox_tail_{};
+  alignas(64) __cds_wfcq_head inbox_head_{};
+};
+
+}  // namespace urt::detail

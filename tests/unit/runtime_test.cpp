@@ -1,0 +1,472 @@
+// Tests of urt::runtime: ordering, placement, exactly-once, stop, errors.
+#include <doctest/doctest.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "urt/urt.hpp"
+
+namespace {
+
+// A runtime of `n` workers on a synthetic topology (no real binding), so the
+// tests behave the same on any machine.
+urt::runtime_options synthetic_workers(unsigned n) {
+  urt::runtime_options o;
+  o.topology = urt::topology_source::synthetic("core:" + std::to_string(n) + " pu:1");
+  o.idle_spin = std::chrono::microseconds{5};
+  return o;
+}
+
+// A one-shot gate a task can block on until the test opens it.
+class gate {
+ public:
+  void open() {
+    open_.store(true);
+    open_.notify_all();
+  }
+  void wait() const { open_.wait(false); }
+
+ private:
+  std::atomic<bool> open_{false};
+};
+
+// Blocks the calling test until a task signals.
+class signal {
+ public:
+  void raise() {
+    up_.store(true);
+    up_.notify_all();
+  }
+  void wait() const { up_.wait(false); }
+
+ private:
+  std::atomic<bool> up_{false};
+};
+
+template <class Fn>
+std::string message_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "<no exception>";
+}
+
+}  // namespace
+
+TEST_CASE("runtime: tasks queued behind a busy worker run in strict priority order, FIFO within") {
+  urt::runtime rt(synthetic_workers(1));
+  gate release;
+  signal busy;
+  rt.spawn(urt::task_spec{.priority = 99}, [&] {
+    busy.raise();
+    release.wait();
+  });
+  busy.wait();
+
+  std::mutex m;
+  std::vector<std::pair<int, int>> order;  // (priority, sequence)
+  const std::array<int, 8> prios{0, 50, 99, 1, 50, 0, 99, 7};
+  for (int round = 0; round < 3; ++round) {
+    for (std::size_t i = 0; i < prios.size(); ++i) {
+      const int seq = round * 100 + static_cast<int>(i);
+      const int prio = prios[i];
+      rt.spawn(urt::task_spec{.priority = prio}, [&, prio, seq] {
+        CHECK(urt::this_task::priority() == prio);
+        std::lock_guard lock(m);
+        order.emplace_back(prio, seq);
+      });
+    }
+  }
+  release.open();
+  rt.stop();
+  REQUIRE(order.size() == 3 * prios.size());
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    CAPTURE(i);
+    CHECK(order[i - 1].first >= order[i].first);  // strictly highest first
+    if (order[i - 1].first == order[i].first) {
+      CHECK(order[i - 1].second < order[i].second);  // FIFO within a level
+    }
+  }
+}
+
+TEST_CASE("runtime: tasks spawned from 4 threads at once all run exactly once") {
+  for (unsigned workers : {1u, 2u, 3u}) {
+    CAPTURE(workers);
+    constexpr int threads = 4;
+    constexpr int per_thread = 20000;
+    std::vector<std::atomic<int>> runs(threads * per_thread);
+    {
+      urt::runtime rt(synthetic_workers(workers));
+      std::vector<std::thread> spawners;
+      for (int t = 0; t < threads; ++t) {
+        spawners.emplace_back([&, t] {
+          for (int i = 0; i < per_thread; ++i) {
+            const int slot = t * per_thread + i;
+            rt.spawn(urt::task_spec{.priority = slot % 100},
+                     [&runs, slot] { runs[static_cast<std::size_t>(slot)].fetch_add(1); });
+          }
+        });
+      }
+      for (auto& s : spawners) s.join();
+      rt.stop();
+      const auto total = rt.stats().total();
+      CHECK(total.accepted == threads * per_thread);
+      CHECK(total.completed == threads * per_thread);
+      CHECK(total.cancelled == 0);
+    }
+    int wrong = 0;
+    for (auto& r : runs) wrong += r.load() != 1 ? 1 : 0;
+    CHECK(wrong == 0);
+  }
+}
+
+TEST_CASE("runtime: every task runs on a worker inside its affinity") {
+  urt::runtime rt(synthetic_workers(8));
+  const std::vector<urt::worker_set> sets{urt::worker_set{0}, urt::worker_set{7},
+                                          urt::worker_set{1, 3, 5}, urt::worker_set::parse("2-6"),
+                                          urt::worker_set::first_n(8)};
+  std::atomic<int> outside{0};
+  std::atomic<int> ran{0};
+  std::vector<std::atomic<int>> seen(8);
+  for (int i = 0; i < 2000; ++i) {
+    const urt::worker_set& allowed = sets[static_cast<std::size_t>(i) % sets.size()];
+    rt.spawn(urt::task_spec{.priority = i % 3, .affinity = allowed}, [&, allowed] {
+      const unsigned w = urt::this_task::worker_id();
+      seen[w].fetch_add(1);
+      if (!allowed.contains(w)) outside.fetch_add(1);
+      ran.fetch_add(1);
+      // Spawning from inside a task: to its own worker, and elsewhere.
+      const urt::worker_set other{(w + 1) % 8};
+      rt.spawn(urt::task_spec{.priority = 1, .affinity = other}, [&, other] {
+        if (!other.contains(urt::this_task::worker_id())) outside.fetch_add(1);
+        ran.fetch_add(1);
+      });
+    });
+  }
+  rt.stop();
+  CHECK(ran.load() == 4000);
+  CHECK(outside.load() == 0);
+  for (auto& s : seen) CHECK(s.load() > 0);  // singleton sets reach 0 and 7, ranges the rest
+}
+
+TEST_CASE("runtime: a spawn from a task prefers its own worker") {
+  urt::runtime rt(synthetic_workers(4));
+  std::atomic<int> same{0};
+  std::atomic<int> total{0};
+  for (int i = 0; i < 200; ++i) {
+    rt.spawn(urt::task_spec{.priority = 5}, [&] {
+      const unsigned parent = urt::this_task::worker_id();
+      rt.spawn(urt::task_spec{.priority = 5}, [&, parent] {
+        if (urt::this_task::worker_id() == parent) same.fetch_add(1);
+        total.fetch_add(1);
+      });
+    });
+  }
+  rt.stop();
+  CHECK(total.load() == 200);
+  CHECK(same.load() == 200);
+}
+
+TEST_CASE("runtime: 256 synthetic workers in 16 LLCs each run their own tasks") {
+  urt::runtime_options o;
+  o.topology = urt::topology_source::synthetic("pack:2 l3:8 core:8 pu:2");
+  o.idle_spin = std::chrono::nanoseconds{0};
+  urt::runtime rt(o);
+  REQUIRE(rt.worker_count() == 256);
+  CHECK(rt.topology().llc_count() == 16);
+  std::vector<std::atomic<int>> where(256);
+  for (unsigned w = 0; w < 256; ++w) {
+    rt.spawn(urt::task_spec{.priority = 10, .affinity = urt::worker_set{w}},
+             [&, w] { where[w].store(static_cast<int>(urt::this_task::worker_id()) + 1); });
+  }
+  rt.stop();
+  for (unsigned w = 0; w < 256; ++w) {
+    CAPTURE(w);
+    CHECK(where[w].load() == static_cast<int>(w) + 1);
+  }
+}
+
+TEST_CASE("runtime: stop(drain) runs everything accepted, including work spawned while draining") {
+  urt::runtime rt(synthetic_workers(2));
+  gate release;
+  signal busy;
+  std::atomic<int> ran{0};
+  rt.spawn(urt::task_spec{.priority = 90, .affinity = urt::worker_set{0}}, [&] {
+    busy.raise();
+    release.wait();
+    ran.fetch_add(1);
+  });
+  busy.wait();
+  for (int i = 0; i < 100; ++i) {
+    rt.spawn(urt::task_spec{.priority = 3}, [&] {
+      ran.fetch_add(1);
+      // A chain of children, spawned while stop() is already draining.
+      rt.spawn(urt::task_spec{.priority = 4}, [&] { ran.fetch_add(1); });
+    });
+  }
+  std::size_t returned = 99;
+  std::thread stopper([&] { returned = rt.stop(urt::stop_mode::drain); });
+  // The stop is in progress once an external spawn is refused.
+  for (;;) {
+    try {
+      rt.spawn(urt::task_spec{}, [&] { ran.fetch_add(1); });
+    } catch (const urt::runtime_stopped&) {
+      break;
+    }
+  }
+  release.open();
+  stopper.join();
+  CHECK(returned == 0);
+  const auto total = rt.stats().total();
+  CHECK(total.accepted == static_cast<std::uint64_t>(ran.load()));
+  CHECK(total.completed == total.accepted);
+  CHECK(total.cancelled == 0);
+  CHECK(ran.load() >= 201);
+}
+
+TEST_CASE("runtime: stop(cancel) drops the queued tasks and counts them") {
+  urt::runtime rt(synthetic_workers(1));
+  gate release;
+  signal busy;
+  std::atomic<int> ran{0};
+  rt.spawn(urt::task_spec{.priority = 90}, [&] {
+    busy.raise();
+    release.wait();
+    ran.fetch_add(1);
+    // Spawned while cancelling: accepted, then dropped and counted.
+    rt.spawn(urt::task_spec{.priority = 1}, [&] { ran.fetch_add(1); });
+  });
+  busy.wait();
+  auto payload = std::make_shared<int>(7);  // captured copies must all be destroyed
+  for (int i = 0; i < 100; ++i) {
+    rt.spawn(urt::task_spec{.priority = i % 100}, [&, payload] { ran.fetch_add(1); });
+  }
+  std::size_t cancelled = 0;
+  std::thread stopper([&] { cancelled = rt.stop(urt::stop_mode::cancel); });
+  std::size_t probes = 0;
+  for (;;) {
+    try {
+      rt.spawn(urt::task_spec{}, [&] { ran.fetch_add(1); });
+      ++probes;
+    } catch (const urt::runtime_stopped&) {
+      break;
+    }
+  }
+  release.open();
+  stopper.join();
+  CHECK(ran.load() == 1);  // only the task that was running when stop began
+  CHECK(cancelled == 100 + probes + 1);
+  const auto total = rt.stats().total();
+  CHECK(total.accepted == 1 + 100 + probes + 1);
+  CHECK(total.completed + total.cancelled == total.accepted);
+  CHECK(total.cancelled == cancelled);
+  CHECK(payload.use_count() == 1);  // cancelled callables were destroyed, not leaked
+  CHECK(rt.stop(urt::stop_mode::cancel) == 0);  // a second stop is a no-op
+}
+
+TEST_CASE("runtime: a throwing task is handled and its worker goes on") {
+  SUBCASE("custom handler") {
+    std::atomic<int> handled{0};
+    std::string what;
+    std::atomic<int> after{0};
+    urt::runtime_options o = synthetic_workers(1);
+    o.on_task_exception = [&](std::exception_ptr e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::runtime_error& err) {
+        what = err.what();
+        CHECK(urt::this_task::priority() == 12);  // still inside the failed task
+      }
+      handled.fetch_add(1);
+      throw std::logic_error("a throwing handler is ignored");
+    };
+    urt::runtime rt(o);
+    rt.spawn(urt::task_spec{.priority = 12}, [] { throw std::runtime_error("boom"); });
+    for (int i = 0; i < 10; ++i) rt.spawn(urt::task_spec{}, [&] { after.fetch_add(1); });
+    rt.stop();
+    CHECK(handled.load() == 1);
+    CHECK(what == "boom");
+    CHECK(after.load() == 10);
+    CHECK(rt.stats().total().exceptions == 1);
+  }
+  SUBCASE("default handler counts every exception") {
+    urt::runtime rt(synthetic_workers(2));
+    std::atomic<int> after{0};
+    for (int i = 0; i < 5; ++i) rt.spawn(urt::task_spec{}, [] { throw 42; });
+    for (int i = 0; i < 10; ++i) rt.spawn(urt::task_spec{}, [&] { after.fetch_add(1); });
+    rt.stop();
+    CHECK(after.load() == 10);
+    CHECK(rt.stats().total().exceptions == 5);
+    CHECK(rt.stats().total().completed == 15);
+  }
+}
+
+TEST_CASE("runtime: callables are move-only or large") {
+  urt::runtime rt(synthetic_workers(2));
+  std::atomic<int> sum{0};
+  auto owned = std::make_unique<int>(5);
+  rt.spawn(urt::task_spec{}, [&sum, p = std::move(owned)] { sum.fetch_add(*p); });
+  std::array<int, 64> big{};  // 256 bytes: beyond the inline storage
+  big.fill(1);
+  rt.spawn(urt::task_spec{}, [&sum, big] {
+    int s = 0;
+    for (int v : big) s += v;
+    sum.fetch_add(s);
+  });
+  rt.stop();
+  CHECK(sum.load() == 5 + 64);
+}
+
+TEST_CASE("runtime: this_task outside a task and stop from inside a task are refused") {
+  CHECK_FALSE(urt::this_task::running());
+  CHECK_THROWS_AS(static_cast<void>(urt::this_task::worker_id()), std::logic_error);
+  CHECK_THROWS_AS(static_cast<void>(urt::this_task::priority()), std::logic_error);
+  urt::runtime rt(synthetic_workers(1));
+  std::string inside;
+  rt.spawn(urt::task_spec{}, [&] {
+    CHECK(urt::this_task::running());
+    inside = message_of([&] { rt.stop(); });
+  });
+  rt.stop();
+  CHECK(inside.find("runtime::stop") != std::string::npos);
+}
+
+TEST_CASE("runtime: bad task specs and spawn after stop are rejected, naming the field") {
+  urt::runtime rt(synthetic_workers(4));
+  std::atomic<int> ran{0};
+  auto count = [&] { ran.fetch_add(1); };
+  CHECK(message_of([&] { rt.spawn(urt::task_spec{.priority = 100}, count); }) ==
+        "task_spec.priority: 100 is outside 0..99");
+  CHECK(message_of([&] { rt.spawn(urt::task_spec{.priority = -1}, count); }) ==
+        "task_spec.priority: -1 is outside 0..99");
+  CHECK(message_of([&] { rt.spawn(urt::task_spec{.affinity = urt::worker_set{}}, count); }) ==
+        "task_spec.affinity: the set is empty");
+  CHECK(message_of([&] { rt.spawn(urt::task_spec{.affinity = urt::worker_set{1, 4}}, count); }) ==
+        "task_spec.affinity: worker 4 does not exist (the runtime has workers 0-3)");
+  CHECK_THROWS_AS(rt.spawn(urt::task_spec{.priority = 100}, count), std::invalid_argument);
+  rt.stop();
+  CHECK_THROWS_AS(rt.spawn(urt::task_spec{}, count), urt::runtime_stopped);
+  CHECK(message_of([&] { rt.spawn(urt::task_spec{}, count); }) ==
+        "runtime::spawn: the runtime is stopped");
+  CHECK(ran.load() == 0);
+  CHECK(rt.stats().total().accepted == 0);  // nothing rejected was counted
+}
+
+TEST_CASE("runtime: bad options are rejected, naming the field and value") {
+  const auto with = [](auto change) {
+    urt::runtime_options o;
+    change(o);
+    return message_of([&] { urt::runtime rt(o); });
+  };
+  CHECK(with([](auto& o) { o.idle_spin = std::chrono::nanoseconds{-5}; }) ==
+        "runtime_options.idle_spin: -5ns is negative");
+  CHECK(with([](auto& o) {
+          o.policy = urt::worker_policy::fifo;
+          o.fifo_priority = 0;
+        }) == "runtime_options.fifo_priority: 0 is outside 1..99");
+  CHECK(with([](auto& o) { o.policy = static_cast<urt::worker_policy>(7); }) ==
+        "runtime_options.policy: value 7 is not a worker_policy");
+  CHECK(with([](auto& o) { o.lock_memory = static_cast<urt::memory_lock>(9); }) ==
+        "runtime_options.lock_memory: value 9 is not a memory_lock");
+  CHECK(with([](auto& o) { o.topology = urt::topology_source::synthetic(""); }) ==
+        "runtime_options.topology: the synthetic description is empty");
+  CHECK(with([](auto& o) { o.topology = urt::topology_source::xml(""); }) ==
+        "runtime_options.topology: the XML file path is empty");
+  const std::string cpulist = with([](auto& o) { o.cpus = "0-3,x"; });
+  CHECK(cpulist.find("runtime_options.cpus: \"0-3,x\"") == 0);
+  const std::string outside = with([](auto& o) {
+    o.topology = urt::topology_source::synthetic("core:4 pu:1");
+    o.cpus = "2,9";
+  });
+  CHECK(outside == "runtime_options.cpus: PU 9 is not in the allowed set \"0-3\"");
+  const std::string synthetic =
+      with([](auto& o) { o.topology = urt::topology_source::synthetic("pack:2 bogus:3"); });
+  CHECK(synthetic.find("runtime_options.topology.synthetic") == 0);
+  CHECK(synthetic.find("pack:2 bogus:3") != std::string::npos);
+  const std::string xml =
+      with([](auto& o) { o.topology = urt::topology_source::xml("/nonexistent/urt.xml"); });
+  CHECK(xml.find("runtime_options.topology.xml") == 0);
+  CHECK(xml.find("/nonexistent/urt.xml") != std::string::npos);
+}
+
+TEST_CASE("runtime: an XML topology without allowed PUs (zero workers) is rejected") {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("urt-no-pu-" + std::to_string(::getpid()) + ".xml");
+  {
+    urt::topology t(urt::topology_options{.source = urt::topology_source::synthetic("core:2 pu:1")});
+    t.save_xml(path.string());
+  }
+  std::string xml;
+  {
+    std::ifstream in(path);
+    xml.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const auto at = xml.find("allowed_cpuset=\"");
+  REQUIRE(at != std::string::npos);
+  const auto end = xml.find('"', at + 16);
+  xml.replace(at + 16, end - (at + 16), "0x0");
+  std::ofstream(path) << xml;
+  urt::runtime_options o;
+  o.topology = urt::topology_source::xml(path.string());
+  const std::string msg = message_of([&] { urt::runtime rt(o); });
+  std::filesystem::remove(path);
+  CHECK(msg.find("runtime_options.topology") == 0);
+  CHECK(msg.find(path.string()) != std::string::npos);
+}
+
+TEST_CASE("runtime: SCHED_FIFO workers either run FIFO or fail with a clear error") {
+  urt::runtime_options o = synthetic_workers(1);
+  o.policy = urt::worker_policy::fifo;
+  o.fifo_priority = 1;
+  o.idle_spin = std::chrono::nanoseconds{0};  // never spin at real-time priority
+  try {
+    urt::runtime rt(o);
+    std::atomic<int> policy{-1};
+    rt.spawn(urt::task_spec{}, [&] {
+      sched_param p{};
+      int pol = -1;
+      pthread_getschedparam(pthread_self(), &pol, &p);
+      policy.store(pol == SCHED_FIFO && p.sched_priority == 1 ? 1 : 0);
+    });
+    rt.stop();
+    CHECK(policy.load() == 1);
+  } catch (const std::system_error& e) {
+    MESSAGE("SCHED_FIFO not permitted here: " << e.what());
+    CHECK(std::string(e.what()).find("runtime_options.policy: SCHED_FIFO") == 0);
+  }
+}
+
+TEST_CASE("runtime: the system topology gives one pinned worker per allowed PU") {
+  urt::runtime_options o;
+  o.idle_spin = std::chrono::nanoseconds{0};
+  urt::runtime rt(o);
+  REQUIRE(rt.worker_count() >= 1);
+  REQUIRE(rt.topology().is_this_system());
+  std::vector<std::atomic<int>> on_pu(rt.worker_count());
+  for (unsigned w = 0; w < rt.worker_count(); ++w) {
+    rt.spawn(urt::task_spec{.affinity = urt::worker_set{w}}, [&, w] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      pthread_getaffinity_np(pthread_self(), sizeof set, &set);
+      const unsigned pu = rt.topology().workers()[w].pu;
+      on_pu[w].store(CPU_COUNT(&set) == 1 && CPU_ISSET(pu, &set) ? 1 : 0);
+    });
+  }
+  rt.stop();
+  for (auto& p : on_pu) CHECK(p.load() == 1);
+}
