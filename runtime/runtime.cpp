@@ -185,11 +185,11 @@ unsigned runtime::impl::place_remote(const task_spec& spec) const noexcept {
   thread_local unsigned rotor = 0;
   const auto n = static_cast<unsigned>(workers.size());
   const unsigned start = rotor++ % n;
-  unsigned best = n;
-  std::uint64_t best_load = ~std::uint64_t{0};
+  unsigned best = n;  // replaced by the first worker considered
+  std::uint64_t best_load = 0;
   const auto consider = [&](unsigned w) {
     const std::uint64_t load = workers[w]->load();
-    if (load < best_load) {
+    if (best == n || load < best_load) {
       best = w;
       best_load = load;
     }
@@ -234,33 +234,41 @@ runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec) {
                                   std::to_string(n - 1) + ")");
     }
   }
-  task_node* node = detail::node_pool::allocate();
+  // Count the acceptance before writing the node: its seq_cst RMW is a full
+  // barrier, cheapest while no stores to the node are pending behind it.
+  worker* self = worker::current_in(impl_.get());
+  const bool local = self != nullptr && (!spec.affinity || spec.affinity->contains(self->id()));
+  const unsigned target = local ? self->id() : impl_->place_remote(spec);
+  worker& w = *impl_->workers[target];
+  if (local) {
+    // Inside a task the runtime is never stopped: it waits for this task.
+    w.count_local_accept();
+  } else {
+    // Count first, then look at the state (both seq_cst), mirrored by
+    // stop() storing the state, then reading the counts: a spawn either
+    // sees the stop and backs out, or stop() sees its count and waits.
+    w.count_remote_accept();
+    const run_state state = impl_->shared.state.load(std::memory_order_seq_cst);
+    if (state != run_state::running && self == nullptr) {
+      w.uncount_remote_accept();
+      impl_->note_change();
+      throw runtime_stopped(state == run_state::stopped
+                                ? "runtime::spawn: the runtime is stopped"
+                                : "runtime::spawn: the runtime is stopping");
+    }
+  }
+  task_node* node = nullptr;
+  try {
+    node = detail::node_pool::allocate();
+  } catch (...) {
+    local ? w.uncount_local_accept() : w.uncount_remote_accept();
+    impl_->note_change();
+    throw;
+  }
   node->priority = spec.priority;
   node->any_worker = !spec.affinity.has_value();
   if (spec.affinity) node->affinity = *spec.affinity;
-
-  worker* self = worker::current_in(impl_.get());
-  if (self != nullptr && (!spec.affinity || spec.affinity->contains(self->id()))) {
-    // Inside a task the runtime is never stopped: it waits for this task.
-    self->count_local_accept();
-    return spawn_ticket(impl_.get(), node, self->id(), true);
-  }
-  const unsigned target = impl_->place_remote(spec);
-  worker& w = *impl_->workers[target];
-  // Count first, then look at the state (both seq_cst), mirrored by stop()
-  // storing the state, then reading the counts: a spawn either sees the
-  // stop and backs out, or stop() sees its count and waits for the task.
-  w.count_remote_accept();
-  const run_state state = impl_->shared.state.load(std::memory_order_seq_cst);
-  if (state != run_state::running && self == nullptr) {
-    w.uncount_remote_accept();
-    impl_->note_change();
-    detail::node_pool::release(node);
-    throw runtime_stopped(state == run_state::stopped
-                              ? "runtime::spawn: the runtime is stopped"
-                              : "runtime::spawn: the runtime is stopping");
-  }
-  return spawn_ticket(impl_.get(), node, target, false);
+  return spawn_ticket(impl_.get(), node, target, local);
 }
 
 void runtime::commit_spawn(spawn_ticket& ticket) noexcept {

@@ -17,17 +17,22 @@ namespace urt::detail {
 /// the running worker, and finally the node pool. Hand-offs go through the
 /// inbox (wfcqueue: its enqueue publishes everything written before it) or
 /// stay on one thread.
+///
+/// Layout: everything a spawn and a run touch besides the callable's
+/// captures (hooks, priority, the payload's function pointers) shares the
+/// first cache line; the captures fill the second; the affinity, untouched
+/// for any-worker tasks, comes last. Each line crosses cores once per hop.
 struct task_node {
-  task_payload payload;      // first member: a payload* is a task_node*
-  rq_link rq;                // run queue hook
   cds_wfcq_node inbox{};     // remote submission hook
-  task_node* pool_next = nullptr;
+  rq_link rq;                // run queue hook
   priority_t priority = priority_normal;
   bool any_worker = true;    // affinity is "every worker"; `affinity` unused
-  worker_set affinity;       // last: untouched for the common any-worker case
+  task_payload payload;
+  worker_set affinity;
 
   static task_node* from_payload(task_payload* p) noexcept {
-    return reinterpret_cast<task_node*>(p);
+    return reinterpret_cast<task_node*>(reinterpret_cast<std::byte*>(p) -
+                                        offsetof(task_node, payload));
   }
   static task_node* from_rq(rq_link* l) noexcept {
     return reinterpret_cast<task_node*>(reinterpret_cast<std::byte*>(l) - offsetof(task_node, rq));
@@ -37,11 +42,12 @@ struct task_node {
                                         offsetof(task_node, inbox));
   }
 };
-static_assert(std::is_standard_layout_v<task_node>, "offsetof and from_payload need it");
-static_assert(offsetof(task_node, payload) == 0);
+static_assert(std::is_standard_layout_v<task_node>, "offsetof needs it");
+static_assert(offsetof(task_node, payload) + offsetof(task_payload, storage) <= 64,
+              "hooks and function pointers must share the first cache line");
 
-/// Process-wide pool of task nodes: a per-thread magazine in front of a
-/// shared depot of full magazines (Bonwick's magazine allocator). Any thread
+/// Process-wide pool of task nodes: a per-thread magazine of node pointers
+/// in front of a shared depot (Bonwick's magazine allocator). Any thread
 /// may allocate and free, including a thread other than the allocating one.
 /// Steady state touches only the calling thread's magazine; moving a batch
 /// to or from the depot takes one mutex per `pool_batch` nodes; the heap is
@@ -50,7 +56,8 @@ static_assert(offsetof(task_node, payload) == 0);
 namespace node_pool {
 /// Nodes moved between a thread and the depot at once.
 inline constexpr std::size_t pool_batch = 64;
-/// A fresh (default-initialized) node. Throws std::bad_alloc when growing fails.
+/// A free node: its payload consumed, its hooks unlinked (as the run queue
+/// and inbox leave them). Throws std::bad_alloc when growing fails.
 task_node* allocate();
 /// Returns a node whose payload has been consumed.
 void release(task_node* node) noexcept;

@@ -8,84 +8,52 @@
 namespace urt::detail::node_pool {
 namespace {
 
-struct chain {
-  task_node* head = nullptr;
-  std::size_t count = 0;
-
-  void push(task_node* n) noexcept {
-    n->pool_next = head;
-    head = n;
-    ++count;
-  }
-  task_node* pop() noexcept {
-    task_node* n = head;
-    head = n->pool_next;
-    --count;
-    return n;
-  }
-  // Splits off the first `n` nodes (n <= count).
-  chain take(std::size_t n) noexcept {
-    chain out;
-    while (out.count < n) out.push(pop());
-    return out;
-  }
-};
-
-// The shared depot: full chains of pool_batch nodes, and every chunk ever
+// The shared depot: a stack of free node pointers, and every chunk ever
 // allocated (freed at process exit, so a leaked runtime leaks nothing).
+// Magazines hold pointers, not linked nodes: taking a node never reads the
+// node itself, whose cache lines were last written on another core.
 class depot {
  public:
   static depot& instance() {
     static depot d;
     return d;
   }
-  chain take() {
+  // Fills out[0..n) with free nodes, n <= pool_batch; grows by one chunk
+  // when empty. Throws std::bad_alloc only while growing.
+  std::size_t take(task_node** out) {
     std::lock_guard lock(mutex_);
-    if (!full_.empty()) {
-      chain c = full_.back();
-      full_.pop_back();
-      return c;
-    }
-    if (partial_.count > 0) {
-      chain c = partial_;
-      partial_ = chain{};
-      return c;
-    }
-    auto block = std::make_unique<task_node[]>(pool_batch);
-    chain c;
-    for (std::size_t i = 0; i < pool_batch; ++i) c.push(&block[i]);
-    chunks_.push_back(std::move(block));
-    full_.reserve(chunks_.size());  // give() below never allocates
-    return c;
+    if (free_.empty()) grow();
+    const std::size_t n = std::min(pool_batch, free_.size());
+    std::copy(free_.end() - static_cast<std::ptrdiff_t>(n), free_.end(), out);
+    free_.resize(free_.size() - n);
+    return n;
   }
-  // Takes back a chain of at most pool_batch nodes. Short chains (from an
-  // exiting thread) are merged first, so every chain in full_ is exactly
-  // pool_batch long, there are never more of them than chunks, and the
-  // push_back never allocates.
-  void give(chain c) noexcept {
+  // Takes back n nodes. Never allocates: free_ has room for every node.
+  void give(task_node* const* in, std::size_t n) noexcept {
     std::lock_guard lock(mutex_);
-    if (c.count < pool_batch) {
-      while (c.count > 0) partial_.push(c.pop());
-      if (partial_.count < pool_batch) return;
-      c = partial_.take(pool_batch);
-    }
-    full_.push_back(c);
+    free_.insert(free_.end(), in, in + n);
   }
 
  private:
+  void grow() {
+    auto block = std::make_unique<task_node[]>(pool_batch);
+    free_.reserve((chunks_.size() + 1) * pool_batch);
+    chunks_.reserve(chunks_.size() + 1);
+    for (std::size_t i = pool_batch; i-- > 0;) free_.push_back(&block[i]);
+    chunks_.push_back(std::move(block));
+  }
+
   std::mutex mutex_;
-  std::vector<chain> full_;
-  chain partial_;
+  std::vector<task_node*> free_;
   std::vector<std::unique_ptr<task_node[]>> chunks_;
 };
 
-// The calling thread's magazine. Holds at most 2 * pool_batch nodes.
+// The calling thread's magazine: at most 2 * pool_batch node pointers.
 struct magazine {
-  chain nodes;
   depot& home = depot::instance();  // constructed first, so destroyed after us
-  ~magazine() {
-    while (nodes.count > 0) home.give(nodes.take(std::min(nodes.count, pool_batch)));
-  }
+  std::size_t count = 0;
+  task_node* slots[2 * pool_batch];
+  ~magazine() { home.give(slots, count); }
 };
 
 magazine& local() {
@@ -97,17 +65,24 @@ magazine& local() {
 
 task_node* allocate() {
   magazine& m = local();
-  if (m.nodes.count == 0) m.nodes = m.home.take();
-  task_node* n = m.nodes.pop();
-  n->rq = rq_link{};
-  n->pool_next = nullptr;
-  return n;
+  if (m.count == 0) m.count = m.home.take(m.slots);
+  task_node* node = m.slots[--m.count];
+  if (m.count > 0) {
+    // The next node's lines were last written by the worker that ran it:
+    // request them for writing now, so the next spawn does not stall.
+    __builtin_prefetch(m.slots[m.count - 1], 1);
+    __builtin_prefetch(reinterpret_cast<const char*>(m.slots[m.count - 1]) + 64, 1);
+  }
+  return node;
 }
 
 void release(task_node* node) noexcept {
   magazine& m = local();
-  m.nodes.push(node);
-  if (m.nodes.count >= 2 * pool_batch) m.home.give(m.nodes.take(pool_batch));
+  if (m.count == 2 * pool_batch) {
+    m.home.give(m.slots + pool_batch, pool_batch);
+    m.count = pool_batch;
+  }
+  m.slots[m.count++] = node;
 }
 
 }  // namespace urt::detail::node_pool

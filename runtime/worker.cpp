@@ -101,6 +101,9 @@ void worker::loop() {
     drain_inbox();
     if (seen == run_state::cancelling) cancel_queued();
     if (rq_link* next = rq_.pop()) {
+      // Unlinking `next` pulled in the new head; start fetching the one
+      // after it, so a long queue costs overlapping misses, not serial ones.
+      if (const rq_link* head = rq_.peek(); head != nullptr) __builtin_prefetch(head->next, 1);
       run_task(task_node::from_rq(next));
       continue;
     }
@@ -109,32 +112,48 @@ void worker::loop() {
   }
 }
 
-bool worker::inbox_empty() const noexcept {
-  return cds_wfcq_empty(__cds_wfcq_head_cast(const_cast<__cds_wfcq_head*>(&inbox_head_)),
-                        const_cast<cds_wfcq_tail*>(&inbox_tail_));
-}
+namespace {
+// liburcu's CDS_WFCQ_WOULDBLOCK, without its C-style cast.
+cds_wfcq_node* const would_block = reinterpret_cast<cds_wfcq_node*>(-1L);
+}  // namespace
 
-void worker::drain_inbox() noexcept {
-  if (inbox_empty()) return;
-  // One splice takes every node enqueued so far; the walk below then sees
-  // each node's content as written before its enqueue (wfcqueue guarantee).
-  __cds_wfcq_splice_blocking(__cds_wfcq_head_cast(&splice_head_), &splice_tail_,
-                             __cds_wfcq_head_cast(&inbox_head_), &inbox_tail_);
-  cds_wfcq_node* link = nullptr;
-  cds_wfcq_node* after = nullptr;
-  __cds_wfcq_for_each_blocking_safe(__cds_wfcq_head_cast(&splice_head_), &splice_tail_, link,
-                                    after) {
+std::size_t worker::drain_inbox() noexcept {
+  // Only the nonblocking wfcqueue calls: the blocking ones wait for an
+  // enqueuer that was preempted between its tail exchange and its link
+  // store by spinning, then sleeping 10 ms per round (WFCQ_WAIT), which no
+  // real-time worker can afford. A node whose enqueue is still in flight
+  // is taken at a later scheduling point instead; its spawner rings the
+  // doorbell when done, so parking meanwhile is safe (see idle()).
+  cds_wfcq_node* first =
+      __cds_wfcq_first_nonblocking(__cds_wfcq_head_cast(&inbox_head_), &inbox_tail_);
+  if (first != nullptr && first != would_block) {
+    // The first link is in place, so this cannot return WOULDBLOCK.
+    __cds_wfcq_splice_nonblocking(__cds_wfcq_head_cast(&splice_head_), &splice_tail_,
+                                  __cds_wfcq_head_cast(&inbox_head_), &inbox_tail_);
+  }
+  std::size_t moved = 0;
+  for (;;) {
+    cds_wfcq_node* link =
+        __cds_wfcq_dequeue_nonblocking(__cds_wfcq_head_cast(&splice_head_), &splice_tail_);
+    if (link == nullptr || link == would_block) break;
     task_node* node = task_node::from_inbox(link);
     URT_TSAN_ACQUIRE(node);
+    // The captures' line was written by the spawner on another core: start
+    // fetching it now, so the miss overlaps the rest of the walk.
+    __builtin_prefetch(node->payload.storage);
     rq_.push_back(&node->rq, node->priority);
+    ++moved;
   }
-  __cds_wfcq_init(&splice_head_, &splice_tail_);
+  return moved;
 }
 
 void worker::submit_remote(task_node* node) noexcept {
   cds_wfcq_node_init(&node->inbox);
   URT_TSAN_RELEASE(node);
   cds_wfcq_enqueue(__cds_wfcq_head_cast(&inbox_head_), &inbox_tail_, &node->inbox);
+  // A full ring(), fence included: the owner may park while this enqueue's
+  // link store is still pending (drain_inbox() cannot see the node yet), so
+  // the store must be ordered before the load of the parking flag.
   bell_.ring();
 }
 
@@ -163,6 +182,14 @@ void worker::run_task(task_node* node) noexcept {
   tls_task = nullptr;
   node_pool::release(node);
   bump(completed_);
+  if (completed_.load(std::memory_order_relaxed) % hint_interval == 0) publish_load_hint();
+}
+
+void worker::publish_load_hint() noexcept {
+  // Relaxed: a hint; the next publication corrects a stale one.
+  finished_hint_.store(completed_.load(std::memory_order_relaxed) +
+                           cancelled_.load(std::memory_order_relaxed),
+                       std::memory_order_relaxed);
 }
 
 void worker::cancel_queued() noexcept {
@@ -199,13 +226,15 @@ void worker::handle_exception(std::exception_ptr error) noexcept {
 }
 
 void worker::idle(run_state seen) {
+  publish_load_hint();
   if (seen != run_state::running) {
     // Tell stop() to look again: this worker has nothing left.
     shared_.idle_epoch.fetch_add(1, std::memory_order_release);
     shared_.idle_epoch.notify_all();
   }
+  // Work became visible (moved into the run queue) or the state changed.
   const auto changed = [&] {
-    return !inbox_empty() || shared_.state.load(std::memory_order_acquire) != seen;
+    return drain_inbox() > 0 || shared_.state.load(std::memory_order_acquire) != seen;
   };
   if (shared_.idle_spin.count() > 0) {
     const auto deadline = std::chrono::steady_clock::now() + shared_.idle_spin;
@@ -216,6 +245,8 @@ void worker::idle(run_state seen) {
     }
   }
   bell_.announce_parking();
+  // The re-check after the announcement. Parking is safe even when a node's
+  // enqueue is still in flight: its spawner rings after linking it.
   if (changed()) {
     bell_.cancel_parking();
     return;
@@ -226,9 +257,12 @@ void worker::idle(run_state seen) {
 }
 
 std::uint64_t worker::load() const noexcept {
-  return accepted_remote_.load(std::memory_order_relaxed) +
-         accepted_local_.load(std::memory_order_relaxed) -
-         completed_.load(std::memory_order_relaxed) - cancelled_.load(std::memory_order_relaxed);
+  // The hint is read last and may be ahead of the acceptances read first
+  // (tasks accepted and finished in between): clamp instead of wrapping.
+  const std::uint64_t accepted = accepted_remote_.load(std::memory_order_relaxed) +
+                                 accepted_local_.load(std::memory_order_relaxed);
+  const std::uint64_t finished = finished_hint_.load(std::memory_order_relaxed);
+  return accepted > finished ? accepted - finished : 0;
 }
 
 std::uint64_t worker::finished_acquire() const noexcept {

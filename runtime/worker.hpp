@@ -86,7 +86,10 @@ class worker {
   void ring() noexcept { bell_.ring(); }
 
   /// Accepted-but-unfinished tasks: the placement load. Relaxed and racy by
-  /// design; a stale value only makes one placement less balanced.
+  /// design; a stale value only makes one placement less balanced. Reads
+  /// the finished count from a hint the worker refreshes every
+  /// hint_interval tasks and whenever it goes idle, so spawners do not take
+  /// a cache miss on a line the worker rewrites after every task.
   [[nodiscard]] std::uint64_t load() const noexcept;
   /// Counts a remote acceptance before the node is enqueued (any thread).
   /// seq_cst: pairs with the seq_cst state store in stop() (see runtime.cpp).
@@ -110,13 +113,15 @@ class worker {
   void main(startup& st);
   void set_up();
   void loop();
-  void drain_inbox() noexcept;
+  std::size_t drain_inbox() noexcept;
   void run_task(task_node* node) noexcept;
   void cancel_queued() noexcept;
   void idle(run_state seen);
-  [[nodiscard]] bool inbox_empty() const noexcept;
   void handle_exception(std::exception_ptr error) noexcept;
   static void bump(std::atomic<std::uint64_t>& counter) noexcept;
+  void publish_load_hint() noexcept;
+
+  static constexpr std::uint64_t hint_interval = 32;
 
   runtime_shared& shared_;
   const unsigned id_;
@@ -131,11 +136,14 @@ class worker {
   cds_wfcq_tail splice_tail_{};
 
   // Counters written by the owner only (plain load + store).
-  alignas(64) std::atomic<std::uint64_t> accepted_local_{0};
-  std::atomic<std::uint64_t> completed_{0};
+  alignas(64) std::atomic<std::uint64_t> completed_{0};
   std::atomic<std::uint64_t> cancelled_{0};
   std::atomic<std::uint64_t> exceptions_{0};
   std::atomic<std::uint64_t> parks_{0};
+
+  // Owner-written, read by spawners: refreshed rarely, on a line of its own.
+  alignas(64) std::atomic<std::uint64_t> finished_hint_{0};
+  std::atomic<std::uint64_t> accepted_local_{0};  // changes only with local spawns
 
   // Written by spawners on other threads: a line of their own.
   alignas(64) std::atomic<std::uint64_t> accepted_remote_{0};
