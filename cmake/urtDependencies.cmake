@@ -1,7 +1,6 @@
 # Finds urt's dependencies and defines the imported targets urt links to.
 # Used by the build itself and, installed beside urtConfig.cmake, by
 # consumers of the installed package, so both see the same targets.
-include_guard(GLOBAL)
 include(CMakeFindDependencyMacro)
 
 find_dependency(Threads)

@@ -1,0 +1,208 @@
+# Driver of the integration tests registered by tests/integration/CMakeLists.txt:
+#   cmake -DURT_STEP=<step> -DURT_BUILD_DIR=<urt build> ... -P install_consumer.cmake
+# Steps:
+#   install           build the urt target, install it into a fresh URT_PREFIX
+#   cmake             configure, build and run consumer/ with
+#                     find_package(urt) and CMAKE_PREFIX_PATH=URT_PREFIX
+#   pkgconfig         c++ -std=c++20 consumer/main.cpp $(pkg-config --cflags --libs urt), run it
+#   pkgconfig-static  the same with `pkg-config --static`
+# The consumers get URT_CXX_COMPILER, URT_CXX_FLAGS and URT_EXE_LINKER_FLAGS
+# (the urt build's), so sanitizer builds produce consumers that link.
+cmake_minimum_required(VERSION 3.25)
+
+foreach(var IN ITEMS URT_STEP URT_BUILD_DIR URT_CONSUMER_DIR URT_WORK_DIR URT_PREFIX
+                     URT_INSTALL_LIBDIR URT_VERSION URT_GENERATOR URT_CXX_COMPILER)
+  if("${${var}}" STREQUAL "")
+    message(FATAL_ERROR "install_consumer: -D${var}=... is required")
+  endif()
+endforeach()
+if(IS_ABSOLUTE "${URT_INSTALL_LIBDIR}")
+  message(FATAL_ERROR "install_consumer: CMAKE_INSTALL_LIBDIR is absolute (${URT_INSTALL_LIBDIR}); "
+                      "installing into a test prefix needs a relative one")
+endif()
+
+set(libdir "${URT_PREFIX}/${URT_INSTALL_LIBDIR}")
+set(config_args "")
+if(NOT "${URT_BUILD_TYPE}" STREQUAL "")
+  set(config_args --config "${URT_BUILD_TYPE}")
+endif()
+separate_arguments(cxx_flags UNIX_COMMAND "${URT_CXX_FLAGS}")
+separate_arguments(exe_linker_flags UNIX_COMMAND "${URT_EXE_LINKER_FLAGS}")
+
+# urt_run(<what> COMMAND <command>...): runs the command, echoing it; stops
+# with a message naming <what> if it fails.
+function(urt_run what)
+  execute_process(${ARGN} COMMAND_ECHO STDOUT RESULT_VARIABLE rc TIMEOUT 280)
+  if(NOT rc STREQUAL "0")
+    list(REMOVE_AT ARGN 0)
+    list(JOIN ARGN " " cmd)
+    message(FATAL_ERROR "install_consumer: ${what} failed (${rc}):\n  ${cmd}")
+  endif()
+endfunction()
+
+# Runs `pkg-config <args>` against the test prefix; its stdout goes to `out`.
+function(urt_pkg_config out)
+  execute_process(COMMAND "${URT_PKG_CONFIG}" ${ARGN} RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT rc STREQUAL "0")
+    list(JOIN ARGN " " args)
+    message(FATAL_ERROR "install_consumer: `pkg-config ${args}` failed (${rc}) with "
+                        "PKG_CONFIG_PATH=$ENV{PKG_CONFIG_PATH}:\n${stderr}")
+  endif()
+  set(${out} "${stdout}" PARENT_SCOPE)
+endfunction()
+
+# Runs a consumer executable; it exits 0 only when its task ran.
+function(urt_run_consumer exe)
+  if(NOT EXISTS "${exe}")
+    message(FATAL_ERROR "install_consumer: the consumer was built but ${exe} does not exist")
+  endif()
+  # For a shared liburt: the pkg-config consumer has no rpath to the prefix.
+  if("$ENV{LD_LIBRARY_PATH}" STREQUAL "")
+    set(ENV{LD_LIBRARY_PATH} "${libdir}")
+  else()
+    set(ENV{LD_LIBRARY_PATH} "${libdir}:$ENV{LD_LIBRARY_PATH}")
+  endif()
+  urt_run("running the consumer ${exe}" COMMAND "${exe}")
+endfunction()
+
+if(URT_STEP STREQUAL "install")
+  urt_run("building the urt library in ${URT_BUILD_DIR}"
+          COMMAND "${CMAKE_COMMAND}" --build "${URT_BUILD_DIR}" --target urt ${config_args})
+  file(REMOVE_RECURSE "${URT_PREFIX}")
+  foreach(component IN ITEMS urt_runtime urt_development)
+    urt_run("installing component ${component} into ${URT_PREFIX}"
+            COMMAND "${CMAKE_COMMAND}" --install "${URT_BUILD_DIR}" --prefix "${URT_PREFIX}"
+                    --component ${component} ${config_args})
+  endforeach()
+  set(missing "")
+  foreach(file IN ITEMS include/urt/urt.hpp
+                        ${URT_INSTALL_LIBDIR}/cmake/urt/urtConfig.cmake
+                        ${URT_INSTALL_LIBDIR}/cmake/urt/urtConfigVersion.cmake
+                        ${URT_INSTALL_LIBDIR}/cmake/urt/urtTargets.cmake
+                        ${URT_INSTALL_LIBDIR}/cmake/urt/urtDependencies.cmake
+                        ${URT_INSTALL_LIBDIR}/pkgconfig/urt.pc)
+    if(NOT EXISTS "${URT_PREFIX}/${file}")
+      list(APPEND missing "${file}")
+    endif()
+  endforeach()
+  file(GLOB library "${libdir}/liburt.a" "${libdir}/liburt.so")
+  if(NOT library)
+    list(APPEND missing "${URT_INSTALL_LIBDIR}/liburt.a or liburt.so")
+  endif()
+  if(missing)
+    list(JOIN missing "\n  " missing)
+    message(FATAL_ERROR "install_consumer: the install into ${URT_PREFIX} lacks:\n  ${missing}")
+  endif()
+  # Only the public headers: nothing from runtime/ or elsewhere.
+  file(GLOB_RECURSE stray RELATIVE "${URT_PREFIX}" "${URT_PREFIX}/include/*")
+  list(FILTER stray EXCLUDE REGEX "^include/urt/[^/]+\\.hpp$")
+  if(stray)
+    message(FATAL_ERROR "install_consumer: unexpected files under include/: ${stray}")
+  endif()
+  message(STATUS "install_consumer: installed urt into ${URT_PREFIX}")
+
+elseif(URT_STEP STREQUAL "cmake")
+  set(bin "${URT_WORK_DIR}/consumer-cmake")
+  file(REMOVE_RECURSE "${bin}")
+  set(make_program "")
+  if(NOT "${URT_MAKE_PROGRAM}" STREQUAL "")
+    set(make_program "-DCMAKE_MAKE_PROGRAM=${URT_MAKE_PROGRAM}")
+  endif()
+  urt_run("configuring the consumer against ${URT_PREFIX}"
+          COMMAND "${CMAKE_COMMAND}" -S "${URT_CONSUMER_DIR}" -B "${bin}" -G "${URT_GENERATOR}"
+                  ${make_program}
+                  "-DCMAKE_BUILD_TYPE=${URT_BUILD_TYPE}"
+                  "-DCMAKE_CXX_COMPILER=${URT_CXX_COMPILER}"
+                  "-DCMAKE_CXX_FLAGS=${URT_CXX_FLAGS}"
+                  "-DCMAKE_EXE_LINKER_FLAGS=${URT_EXE_LINKER_FLAGS}"
+                  "-DCMAKE_PREFIX_PATH=${URT_PREFIX}"
+                  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+                  -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF)
+  # The consumer must have found this install, not another urt on the system.
+  file(STRINGS "${bin}/CMakeCache.txt" urt_dir REGEX "^urt_DIR:")
+  string(REGEX REPLACE "^urt_DIR:[^=]*=" "" urt_dir "${urt_dir}")
+  file(REAL_PATH "${urt_dir}" urt_dir)
+  file(REAL_PATH "${URT_PREFIX}" real_prefix)
+  string(FIND "${urt_dir}/" "${real_prefix}/" at)
+  if(NOT at EQUAL 0)
+    message(FATAL_ERROR "install_consumer: find_package(urt) used ${urt_dir}, "
+                        "not the test install in ${URT_PREFIX}")
+  endif()
+  urt_run("building the consumer" COMMAND "${CMAKE_COMMAND}" --build "${bin}" ${config_args})
+  set(exe "${bin}/consumer")
+  if(NOT EXISTS "${exe}" AND EXISTS "${bin}/${URT_BUILD_TYPE}/consumer")  # multi-config
+    set(exe "${bin}/${URT_BUILD_TYPE}/consumer")
+  endif()
+  urt_run_consumer("${exe}")
+
+elseif(URT_STEP STREQUAL "pkgconfig" OR URT_STEP STREQUAL "pkgconfig-static")
+  if("${URT_PKG_CONFIG}" STREQUAL "")
+    message(FATAL_ERROR "install_consumer: -DURT_PKG_CONFIG=<pkg-config executable> is required")
+  endif()
+  set(pcdir "${libdir}/pkgconfig")
+  if(NOT EXISTS "${pcdir}/urt.pc")
+    message(FATAL_ERROR "install_consumer: ${pcdir}/urt.pc does not exist "
+                        "(CMAKE_INSTALL_LIBDIR=${URT_INSTALL_LIBDIR}); did integration/install run?")
+  endif()
+  if("$ENV{PKG_CONFIG_PATH}" STREQUAL "")
+    set(ENV{PKG_CONFIG_PATH} "${pcdir}")
+  else()
+    set(ENV{PKG_CONFIG_PATH} "${pcdir}:$ENV{PKG_CONFIG_PATH}")
+  endif()
+  urt_pkg_config(ignored --validate urt)
+  urt_pkg_config(version --modversion urt)
+  if(NOT version STREQUAL URT_VERSION)
+    message(FATAL_ERROR "install_consumer: urt.pc says version '${version}', expected ${URT_VERSION}")
+  endif()
+
+  set(static "")
+  set(bin "${URT_WORK_DIR}/consumer-pkgconfig")
+  if(URT_STEP STREQUAL "pkgconfig-static")
+    set(static --static)
+    set(bin "${URT_WORK_DIR}/consumer-pkgconfig-static")
+  endif()
+  file(REMOVE_RECURSE "${bin}")
+  file(MAKE_DIRECTORY "${bin}")
+
+  if(static)
+    # --static adds the Libs.private of urt's dependencies; Debian's hwloc.pc
+    # lists -ludev there, which only links with libudev-dev installed. That
+    # is the system's business, not urt.pc's: skip when the dependencies
+    # alone do not link that way.
+    urt_pkg_config(requires --print-requires urt)
+    urt_pkg_config(requires_private --print-requires-private urt)
+    string(REGEX MATCHALL "(^|\n)[^ \n]+" deps "${requires}\n${requires_private}")
+    string(REGEX REPLACE "\n" "" deps "${deps}")
+    if(NOT deps)
+      message(FATAL_ERROR "install_consumer: urt.pc requires nothing; expected hwloc and liburcu")
+    endif()
+    list(JOIN deps " " deps_text)
+    urt_pkg_config(dep_libs --static --libs ${deps})
+    separate_arguments(dep_libs UNIX_COMMAND "${dep_libs}")
+    file(WRITE "${bin}/probe.cpp" "int main() { return 0; }\n")
+    execute_process(COMMAND "${URT_CXX_COMPILER}" ${cxx_flags} "${bin}/probe.cpp" -o "${bin}/probe"
+                            ${exe_linker_flags} ${dep_libs}
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+    if(NOT rc STREQUAL "0")
+      message(STATUS "install_consumer: SKIPPED: `pkg-config --static --libs ${deps_text}` does not "
+                     "link even without urt (on Debian 12 hwloc needs libudev-dev for that):\n${out}")
+      return()
+    endif()
+  endif()
+
+  urt_pkg_config(cflags ${static} --cflags urt)
+  urt_pkg_config(libs ${static} --libs urt)
+  string(JOIN " " how pkg-config ${static} --cflags --libs urt)
+  message(STATUS "install_consumer: ${how}: ${cflags} ${libs}")
+  separate_arguments(cflags UNIX_COMMAND "${cflags}")
+  separate_arguments(libs UNIX_COMMAND "${libs}")
+  urt_run("compiling the consumer with ${how}"
+          COMMAND "${URT_CXX_COMPILER}" -std=c++20 ${cxx_flags} ${cflags}
+                  "${URT_CONSUMER_DIR}/main.cpp" -o "${bin}/consumer" ${exe_linker_flags} ${libs})
+  urt_run_consumer("${bin}/consumer")
+
+else()
+  message(FATAL_ERROR "install_consumer: unknown -DURT_STEP=${URT_STEP} "
+                      "(install, cmake, pkgconfig or pkgconfig-static)")
+endif()
