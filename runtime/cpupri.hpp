@@ -1,0 +1,127 @@
+// cpupri: which workers run at which priority (kernel/sched/cpupri.c).
+//
+// Each worker publishes its current level: idle, or the highest priority
+// among its running and queued tasks. find() answers "where can a task of
+// priority p run next": a worker inside its affinity whose level is strictly
+// lower, from the lowest non-empty level, preferring the task's last worker,
+// then the calling worker, then the caller's LLC, its NUMA node, the rest.
+//
+// Layouts (cpupri_layout): one bitmask per level (global), per level per NUMA
+// node, per level per LLC (each level of each shard on cache lines of its
+// own), or per LLC with one byte per worker written by plain release stores,
+// no locked read-modify-write (per_llc_bytes). As upstream did in 2025, there
+// is no per-level count: keeping it coherent with the mask cost atomics and
+// barriers that outweighed the early exit it allowed.
+//
+// Concurrency:
+//   - set(w, ...) only by the owner of worker w (one writer per worker);
+//     concurrently with set() of other workers and with any number of find().
+//     It writes only the shard that holds w (invariant 3 for per_llc*).
+//   - find() and level() from any thread; wait-free, no writes.
+//   - A raise publishes the new level (release) before retracting the old
+//     one (release); find() scans levels upwards with acquire, so a worker
+//     being raised is seen in at least one of them (invariant 2). A lowering
+//     can be missed for a moment; the next push migration heals that.
+// Answers are advisory: by the time find() returns, levels may have changed;
+// whoever acts on it re-checks under the target's lock (invariant 6).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "urt/cpuset.hpp"
+#include "urt/priority.hpp"
+#include "urt/topology.hpp"
+
+namespace urt::detail {
+
+class cpupri {
+ public:
+  /// Worker levels: idle, or a task priority 0..99; invalid = not routable
+  /// (not started, or stopped): find() never returns such a worker.
+  static constexpr int level_invalid = -2;
+  static constexpr int level_idle = -1;
+  /// find() result when no worker qualifies.
+  static constexpr unsigned none = max_workers;
+
+  /// Builds the map for `workers` (dense ids, each LLC and NUMA node a
+  /// contiguous id range, as urt::topology produces), every worker invalid.
+  cpupri(cpupri_layout layout, std::span<const worker_place> workers);
+  cpupri(const cpupri&) = delete;
+  cpupri& operator=(const cpupri&) = delete;
+
+  /// Owner of `worker` only: publishes its new level (level_invalid, level_idle or 0..99).
+  void set(unsigned worker, int level) noexcept;
+  /// The level last set for `worker` (relaxed: may trail a concurrent set).
+  [[nodiscard]] int level(unsigned worker) const noexcept {
+    return levels_[worker].value.load(std::memory_order_relaxed);
+  }
+
+  /// A worker where a task of `priority` could run next, or `none`.
+  /// `affinity` null means every worker; `from` is the calling worker (or
+  /// `none` for an outside thread), `last` the task's previous worker (or
+  /// `none`); `rotation` picks where the scan starts inside a cache so that
+  /// concurrent placements spread (the runtime passes a per-thread counter;
+  /// tests pass a fixed value so that every layout must give one answer).
+  [[nodiscard]] unsigned find(priority_t priority, const worker_set* affinity, unsigned from,
+                              unsigned last, unsigned rotation) const noexcept;
+
+  [[nodiscard]] cpupri_layout layout() const noexcept { return layout_; }
+  [[nodiscard]] std::size_t worker_count() const noexcept { return workers_.size(); }
+  [[nodiscard]] std::size_t shard_count() const noexcept { return shards_.size(); }
+
+  /// Number of level slots: idle, normal (0), then FIFO 1..99.
+  static constexpr int slots = priority_levels + 1;
+
+ private:
+  struct range {
+    unsigned first = 0;  // first worker id
+    unsigned count = 0;
+  };
+  struct shard {
+    range workers;
+    std::size_t base = 0;   // index of its first line
+    std::size_t lines = 0;  // lines per level
+  };
+  struct group {            // a last-level cache: the unit of preference
+    range workers;
+    unsigned numa = 0;
+  };
+  struct alignas(64) line {
+    std::atomic<std::uint64_t> words[8];  // bit layouts: 512 workers
+  };
+  struct alignas(64) byte_line {
+    std::atomic<std::uint8_t> bytes[64];  // per_llc_bytes: 64 workers
+  };
+  struct alignas(64) padded_level {
+    std::atomic<int> value{level_invalid};
+  };
+
+  static constexpr int slot_of(int level) noexcept { return level + 1; }  // idle -> 0
+  void publish(unsigned worker, int slot, bool on) noexcept;
+  [[nodiscard]] bool member(int slot, unsigned worker) const noexcept;
+  // Bits of `g`'s workers at `slot`, ANDed with the affinity, into out[]
+  // (bit i = worker g.first + i); returns whether any bit is set.
+  bool group_bits(int slot, const group& g, const worker_set* affinity,
+                  std::uint64_t* out) const noexcept;
+  [[nodiscard]] unsigned pick(const group& g, const std::uint64_t* bits,
+                              unsigned rotation) const noexcept;
+
+  cpupri_layout layout_;
+  std::vector<worker_place> workers_;
+  std::vector<unsigned> shard_of_;  // worker -> shard
+  std::vector<shard> shards_;
+  std::vector<group> groups_;       // LLCs in id order
+  std::vector<unsigned> numa_first_group_;  // NUMA node -> its first group
+  std::vector<unsigned> numa_groups_;       // NUMA node -> number of groups
+  std::unique_ptr<line[]> lines_;           // bit layouts
+  std::unique_ptr<byte_line[]> byte_lines_; // per_llc_bytes
+  std::unique_ptr<padded_level[]> levels_;  // worker -> current level
+  std::size_t max_group_words_ = 1;
+};
+
+}  // namespace urt::detail

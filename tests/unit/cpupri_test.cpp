@@ -1,0 +1,276 @@
+// Tests of the priority-to-worker map (runtime/cpupri.*): find() semantics,
+// all layouts against a plain reference model, and invariant 2 under a race.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cpupri.hpp"
+#include "urt/topology.hpp"
+
+using urt::cpupri_layout;
+using urt::worker_place;
+using urt::worker_set;
+using urt::detail::cpupri;
+
+namespace {
+
+constexpr cpupri_layout all_layouts[] = {cpupri_layout::global, cpupri_layout::per_numa,
+                                         cpupri_layout::per_llc, cpupri_layout::per_llc_bytes};
+
+std::vector<worker_place> places(const std::string& synthetic) {
+  urt::topology t(urt::topology_options{.source = urt::topology_source::synthetic(synthetic)});
+  return {t.workers().begin(), t.workers().end()};
+}
+
+// The specification of find(), written as plainly as possible.
+struct reference {
+  explicit reference(std::vector<worker_place> p)
+      : places(std::move(p)), level(places.size(), cpupri::level_invalid) {}
+
+  std::vector<worker_place> places;
+  std::vector<int> level;
+
+  unsigned find(int priority, const worker_set* affinity, unsigned from, unsigned last,
+                unsigned rotation) const {
+    const auto n = static_cast<unsigned>(places.size());
+    unsigned groups = 0;
+    for (const auto& p : places) groups = std::max(groups, p.llc + 1);
+    const auto allowed = [&](unsigned w) {
+      return w < n && (affinity == nullptr || affinity->contains(w));
+    };
+    for (int l = cpupri::level_idle; l < priority; ++l) {
+      std::vector<unsigned> c;
+      for (unsigned w = 0; w < n; ++w) {
+        if (level[w] == l && allowed(w)) c.push_back(w);
+      }
+      if (c.empty()) continue;
+      const auto in_c = [&](unsigned w) { return std::find(c.begin(), c.end(), w) != c.end(); };
+      if (in_c(last)) return last;
+      if (in_c(from)) return from;
+      const unsigned home = from < n ? places[from].llc : rotation % groups;
+      unsigned home_numa = 0;
+      for (const auto& p : places) {
+        if (p.llc == home) {
+          home_numa = p.numa;
+          break;
+        }
+      }
+      std::vector<unsigned> order{home};
+      for (unsigned k = 1; k < groups; ++k) {
+        const unsigned g = (home + k) % groups;
+        if (numa_of(g) == home_numa) order.push_back(g);
+      }
+      for (unsigned k = 1; k < groups; ++k) {
+        const unsigned g = (home + k) % groups;
+        if (numa_of(g) != home_numa) order.push_back(g);
+      }
+      for (unsigned g : order) {
+        std::vector<unsigned> members;  // the LLC's workers, in id order
+        for (unsigned w = 0; w < n; ++w) {
+          if (places[w].llc == g) members.push_back(w);
+        }
+        const auto size = static_cast<unsigned>(members.size());
+        for (unsigned k = 0; k < size; ++k) {
+          const unsigned w = members[(rotation % size + k) % size];
+          if (in_c(w)) return w;
+        }
+      }
+    }
+    return cpupri::none;
+  }
+
+  unsigned numa_of(unsigned llc) const {
+    for (const auto& p : places) {
+      if (p.llc == llc) return p.numa;
+    }
+    return 0;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("cpupri: find picks strictly lower levels, lowest first, then by locality") {
+  // 8 workers: 2 NUMA nodes x 2 LLCs x 2 PUs; LLC k = workers 2k, 2k+1.
+  const auto p = places("pack:2 [numa] l3:2 core:2 pu:1");
+  REQUIRE(p.size() == 8);
+  for (cpupri_layout layout : all_layouts) {
+    CAPTURE(static_cast<int>(layout));
+    cpupri cp(layout, p);
+    const unsigned none = cpupri::none;
+    CHECK(cp.find(50, nullptr, 0, none, 0) == none);  // every worker invalid
+
+    for (unsigned w = 0; w < 8; ++w) cp.set(w, 60);
+    CHECK(cp.find(60, nullptr, 0, none, 0) == none);  // equal is not lower
+    CHECK(cp.find(61, nullptr, 0, none, 0) == 0);     // the caller itself first
+    CHECK(cp.find(61, nullptr, 3, 6, 0) == 6);        // the task's last worker before it
+
+    cp.set(5, 10);
+    cp.set(7, cpupri::level_idle);
+    CHECK(cp.find(61, nullptr, 5, none, 0) == 7);  // idle beats the caller at 10
+    CHECK(cp.find(11, nullptr, 0, none, 0) == 7);
+    cp.set(7, 60);
+    CHECK(cp.find(61, nullptr, 0, none, 0) == 5);  // lowest non-empty level: 10
+    CHECK(cp.find(10, nullptr, 0, none, 0) == none);
+
+    // Locality: caller 0 busy; idle workers in its LLC, its NUMA node, beyond.
+    for (unsigned w = 0; w < 8; ++w) cp.set(w, 60);
+    cp.set(1, 20);
+    cp.set(2, 20);
+    cp.set(6, 20);
+    CHECK(cp.find(50, nullptr, 0, none, 0) == 1);  // same LLC
+    cp.set(1, 60);
+    CHECK(cp.find(50, nullptr, 0, none, 0) == 2);  // same NUMA node
+    cp.set(2, 60);
+    CHECK(cp.find(50, nullptr, 0, none, 0) == 6);  // anywhere
+
+    // Affinity: only workers 4 and 5 allowed.
+    const worker_set four_five{4, 5};
+    CHECK(cp.find(50, &four_five, 0, none, 0) == none);  // 4 and 5 are at 60
+    cp.set(4, 30);
+    CHECK(cp.find(50, &four_five, 0, 6, 0) == 4);  // 6 is lower but not allowed
+
+    // Invalid workers are never returned, not even as the task's last worker.
+    for (unsigned w = 0; w < 8; ++w) cp.set(w, 90);
+    cp.set(6, cpupri::level_invalid);
+    CHECK(cp.level(6) == cpupri::level_invalid);
+    CHECK(cp.find(90, nullptr, none, 6, 0) == none);
+    const unsigned got = cp.find(95, nullptr, none, 6, 0);
+    CHECK(got != 6);
+    CHECK(got < 8);
+  }
+}
+
+TEST_CASE("cpupri: rotation spreads placements across a cache") {
+  const auto p = places("l3:2 core:4 pu:1");  // 2 LLCs of 4
+  for (cpupri_layout layout : all_layouts) {
+    CAPTURE(static_cast<int>(layout));
+    cpupri cp(layout, p);
+    for (unsigned w = 0; w < 8; ++w) cp.set(w, cpupri::level_idle);
+    cp.set(0, 50);  // the caller is busy
+    std::vector<unsigned> seen;
+    for (unsigned r = 0; r < 4; ++r) seen.push_back(cp.find(80, nullptr, 0, cpupri::none, r));
+    // Rotation r starts the scan at index r of the caller's LLC {0,1,2,3}.
+    CHECK(seen == std::vector<unsigned>{1, 1, 2, 3});
+    // From outside (no caller) the rotation picks the LLC too.
+    CHECK(cp.find(80, nullptr, cpupri::none, cpupri::none, 5) == 5);
+  }
+}
+
+TEST_CASE("cpupri: shards follow the layout") {
+  const auto p = places("pack:2 [numa] l3:8 core:8 pu:2");  // 256 workers
+  CHECK(cpupri(cpupri_layout::global, p).shard_count() == 1);
+  CHECK(cpupri(cpupri_layout::per_numa, p).shard_count() == 2);
+  CHECK(cpupri(cpupri_layout::per_llc, p).shard_count() == 16);
+  CHECK(cpupri(cpupri_layout::per_llc_bytes, p).shard_count() == 16);
+}
+
+TEST_CASE("cpupri: bad layouts and non-contiguous caches are rejected") {
+  const auto p = places("l3:2 core:2 pu:1");
+  CHECK_THROWS_WITH_AS(cpupri(static_cast<cpupri_layout>(9), p),
+                       "runtime_options.cpupri: value 9 is not a cpupri_layout",
+                       std::invalid_argument);
+  std::vector<worker_place> scrambled = p;
+  std::swap(scrambled[1].llc, scrambled[2].llc);  // LLC 0 = workers {0, 2}
+  CHECK_THROWS_WITH_AS(cpupri(cpupri_layout::per_llc, scrambled),
+                       "cpupri: the workers of LLC 0 are not a contiguous id range",
+                       std::invalid_argument);
+  CHECK_THROWS_AS(cpupri(cpupri_layout::global, std::vector<worker_place>{}),
+                  std::invalid_argument);
+}
+
+TEST_CASE("cpupri: every layout matches the reference on random operations") {
+  // Topologies up to 256 workers; LLCs wider than 64 and than 512 bits'
+  // worth of words are covered by the 128-wide and single-LLC cases.
+  const char* topologies[] = {"pack:2 [numa] l3:8 core:8 pu:2", "pack:2 [numa] l3:1 core:64 pu:2",
+                              "pack:4 [numa] l3:3 core:5 pu:1", "core:7 pu:1"};
+  for (const char* topo : topologies) {
+    CAPTURE(topo);
+    const auto p = places(topo);
+    const auto n = static_cast<unsigned>(p.size());
+    for (unsigned seed : {7u, 8u}) {
+      std::mt19937 rng(seed);
+      reference ref(p);
+      std::vector<std::unique_ptr<cpupri>> maps;
+      for (cpupri_layout layout : all_layouts) maps.push_back(std::make_unique<cpupri>(layout, p));
+      // Levels drawn from a few values so that ties and empty levels both occur.
+      const int level_pool[] = {cpupri::level_invalid, cpupri::level_idle, 0, 1, 5, 50, 98, 99};
+      for (int step = 0; step < 6000; ++step) {
+        if (rng() % 3 != 0) {
+          const unsigned w = rng() % n;
+          const int level = level_pool[rng() % std::size(level_pool)];
+          ref.level[w] = level;
+          for (auto& m : maps) m->set(w, level);
+          continue;
+        }
+        worker_set affinity;
+        const bool any = rng() % 3 == 0;
+        if (!any) {
+          const unsigned lo = rng() % n;
+          const unsigned hi = lo + rng() % (n - lo);
+          for (unsigned w = lo; w <= hi; ++w) {
+            if (rng() % 4 != 0) affinity.add(w);
+          }
+        }
+        const int prio = static_cast<int>(rng() % 100);
+        const unsigned from = rng() % 5 == 0 ? cpupri::none : rng() % n;
+        const unsigned last = rng() % 3 == 0 ? cpupri::none : rng() % n;
+        const unsigned rotation = rng();
+        const unsigned want = ref.find(prio, any ? nullptr : &affinity, from, last, rotation);
+        for (auto& m : maps) {
+          CAPTURE(static_cast<int>(m->layout()));
+          const unsigned got = m->find(prio, any ? nullptr : &affinity, from, last, rotation);
+          REQUIRE(got == want);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cpupri: a worker being raised is never invisible to find (invariant 2)") {
+  const auto p = places("pack:2 [numa] l3:2 core:4 pu:1");  // 16 workers, 4 LLCs
+  for (cpupri_layout layout : all_layouts) {
+    CAPTURE(static_cast<int>(layout));
+    cpupri cp(layout, p);
+    // Every worker but 5 sits above the searching task's priority (60).
+    for (unsigned w = 0; w < 16; ++w) cp.set(w, 90);
+    cp.set(5, 1);
+    // Odd epoch: worker 5 only rises (1 -> 2 -> ... -> 59); even: it drops
+    // back to 1, which a search may legitimately miss.
+    std::atomic<unsigned> epoch{1};
+    std::atomic<bool> stop{false};
+    std::thread writer([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (int level = 2; level < 60; ++level) {
+          cp.set(5, level);
+          // Dwell a little at each level, so that whole searches fit in a
+          // raising phase (the dwell is irrelevant to correctness).
+          for (int spin = 0; spin < 200; ++spin) std::atomic_signal_fence(std::memory_order_seq_cst);
+        }
+        epoch.fetch_add(1, std::memory_order_seq_cst);  // even: lowering
+        cp.set(5, 1);
+        epoch.fetch_add(1, std::memory_order_seq_cst);  // odd: raising again
+      }
+    });
+    std::size_t checked = 0;
+    std::size_t invisible = 0;
+    for (int i = 0; i < 400000 && checked < 1000; ++i) {
+      const unsigned before = epoch.load(std::memory_order_seq_cst);
+      const unsigned got = cp.find(60, nullptr, 12, cpupri::none, static_cast<unsigned>(i));
+      const unsigned after = epoch.load(std::memory_order_seq_cst);
+      if (before == after && before % 2 == 1) {
+        ++checked;
+        if (got != 5) ++invisible;
+      }
+    }
+    stop = true;
+    writer.join();
+    CHECK(checked > 0);
+    CHECK(invisible == 0);
+  }
+}
