@@ -44,6 +44,7 @@ void runtime_options::validate() const {
                                  " is not a topology_kind");
   }
   if (idle_spin.count() < 0) bad_option("idle_spin", ns_text(idle_spin) + " is negative");
+  if (timer_spin.count() < 0) bad_option("timer_spin", ns_text(timer_spin) + " is negative");
   switch (policy) {
     case worker_policy::other:
       break;
@@ -110,6 +111,7 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
   }
   shared.topo = &topo;
   shared.idle_spin = options.idle_spin;
+  shared.timer_spin = options.timer_spin;
   shared.policy = options.policy;
   shared.fifo_priority = options.fifo_priority;
   shared.on_task_exception = options.on_task_exception;
@@ -267,6 +269,7 @@ runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec) {
   }
   node->priority = spec.priority;
   node->any_worker = !spec.affinity.has_value();
+  node->timed = false;
   if (spec.affinity) node->affinity = *spec.affinity;
   return spawn_ticket(impl_.get(), node, target, local);
 }
@@ -279,6 +282,23 @@ void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
     w.submit_remote(ticket.node_);
   }
   ticket.node_ = nullptr;
+}
+
+void runtime::commit_timed(spawn_ticket& ticket, clock::time_point release,
+                           std::chrono::nanoseconds period,
+                           detail::periodic_state* state) noexcept {
+  task_node* node = ticket.node_;
+  node->timed = true;
+  node->release = release;
+  node->period = period;
+  node->periodic = state;
+  commit_spawn(ticket);
+}
+
+void runtime::check_period(std::chrono::nanoseconds period) {
+  if (period.count() <= 0) {
+    throw std::invalid_argument("runtime::every: period " + ns_text(period) + " is not positive");
+  }
 }
 
 runtime::spawn_ticket::~spawn_ticket() {

@@ -3,12 +3,14 @@
 
 #include <urcu/wfcqueue.h>
 
+#include <chrono>
 #include <cstddef>
 #include <type_traits>
 
 #include "run_queue.hpp"
 #include "urt/cpuset.hpp"
 #include "urt/task.hpp"
+#include "urt/timer.hpp"
 
 namespace urt::detail {
 
@@ -20,15 +22,25 @@ namespace urt::detail {
 ///
 /// Layout: everything a spawn and a run touch besides the callable's
 /// captures (hooks, priority, the payload's function pointers) shares the
-/// first cache line; the captures fill the second; the affinity, untouched
-/// for any-worker tasks, comes last. Each line crosses cores once per hop.
+/// first cache line; the captures fill the second; the timing fields and
+/// the affinity, untouched by plain any-worker spawns, come last. Each line
+/// crosses cores once per hop.
 struct task_node {
   cds_wfcq_node inbox{};     // remote submission hook
   rq_link rq;                // run queue hook
   priority_t priority = priority_normal;
   bool any_worker = true;    // affinity is "every worker"; `affinity` unused
+  bool timed = false;        // release/period/periodic below are valid
   task_payload payload;
+  // Timed tasks only (spawn_at, every): untouched by plain spawns.
+  clock::time_point release{};
+  std::chrono::nanoseconds period{0};     // > 0: a periodic series
+  periodic_state* periodic = nullptr;     // the series' shared cancel flag
   worker_set affinity;
+
+  /// The periodic series this node runs, or nullptr (the timing fields are
+  /// stale leftovers unless `timed`).
+  [[nodiscard]] periodic_state* series() const noexcept { return timed ? periodic : nullptr; }
 
   static task_node* from_payload(task_payload* p) noexcept {
     return reinterpret_cast<task_node*>(reinterpret_cast<std::byte*>(p) -

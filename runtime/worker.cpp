@@ -68,8 +68,10 @@ void worker::main(startup& st) {
   tls_worker = this;
   tls_owner = shared_.owner;
   bell_.arm();
+  alarm_.arm();
   loop();
   bell_.disarm();
+  alarm_.disarm();
   work_.reset();
   io_.poll();  // completes the cancelled wait so its handler memory is freed
   tls_worker = nullptr;
@@ -99,7 +101,9 @@ void worker::loop() {
     // a new state sees everything stop() did before it.
     const run_state seen = shared_.state.load(std::memory_order_acquire);
     drain_inbox();
+    if (seen != run_state::running && !series_ended_) end_periodic_series();
     if (seen == run_state::cancelling) cancel_queued();
+    release_due();
     if (rq_link* next = rq_.pop()) {
       // Unlinking `next` pulled in the new head; start fetching the one
       // after it, so a long queue costs overlapping misses, not serial ones.
@@ -110,6 +114,46 @@ void worker::loop() {
     if (seen == run_state::stopped) return;
     idle(seen);
   }
+}
+
+void worker::enqueue(task_node* node) {
+  if (node->timed) {
+    timers_.push(node);
+  } else {
+    rq_.push_back(&node->rq, node->priority);
+  }
+}
+
+void worker::release_due() noexcept {
+  if (timers_.empty()) return;
+  const clock::time_point now = clock::now();
+  while (task_node* next = timers_.top()) {
+    if (next->release > now) break;
+    timers_.pop();
+    // A cancelled series ends at its next release instead of running.
+    if (next->series() != nullptr && next->series()->cancelled.load(std::memory_order_acquire)) {
+      discard(next, completed_);
+      continue;
+    }
+    rq_.push_back(&next->rq, next->priority);
+  }
+}
+
+void worker::end_periodic_series() noexcept {
+  // Once stop() has begun, no periodic series starts another release: the
+  // series is one task, finished (drain) or dropped (cancel) now.
+  series_ended_ = true;
+  auto& counter =
+      shared_.state.load(std::memory_order_relaxed) == run_state::cancelling ? cancelled_ : completed_;
+  timers_.remove_if_not([](task_node* n) { return n->series() == nullptr; },
+                        [&](task_node* n) { discard(n, counter); });
+}
+
+void worker::discard(task_node* node, std::atomic<std::uint64_t>& counter) noexcept {
+  node->payload.drop_fn(node->payload);
+  if (periodic_state* series = node->series()) series->release();
+  node_pool::release(node);
+  bump(counter);
 }
 
 namespace {
@@ -141,7 +185,7 @@ std::size_t worker::drain_inbox() noexcept {
     // The captures' line was written by the spawner on another core: start
     // fetching it now, so the miss overlaps the rest of the walk.
     __builtin_prefetch(node->payload.storage);
-    rq_.push_back(&node->rq, node->priority);
+    enqueue(node);
     ++moved;
   }
   return moved;
@@ -157,7 +201,7 @@ void worker::submit_remote(task_node* node) noexcept {
   bell_.ring();
 }
 
-void worker::submit_local(task_node* node) noexcept { rq_.push_back(&node->rq, node->priority); }
+void worker::submit_local(task_node* node) noexcept { enqueue(node); }
 
 void worker::bump(std::atomic<std::uint64_t>& counter) noexcept {
   // Single writer: a load and a store, no read-modify-write. Release pairs
@@ -180,8 +224,20 @@ void worker::run_task(task_node* node) noexcept {
     handle_exception(std::current_exception());
   }
   tls_task = nullptr;
-  node_pool::release(node);
-  bump(completed_);
+  if (periodic_state* series = node->series()) {
+    // Release k + 1 is start + (k + 1) * period: drift-free, and after an
+    // overrun the next releases are simply already due.
+    if (shared_.state.load(std::memory_order_relaxed) == run_state::running &&
+        !series->cancelled.load(std::memory_order_acquire)) {
+      node->release += node->period;
+      timers_.push(node);
+      return;
+    }
+    discard(node, completed_);
+  } else {
+    node_pool::release(node);  // run_fn destroyed the callable
+    bump(completed_);
+  }
   if (completed_.load(std::memory_order_relaxed) % hint_interval == 0) publish_load_hint();
 }
 
@@ -193,12 +249,9 @@ void worker::publish_load_hint() noexcept {
 }
 
 void worker::cancel_queued() noexcept {
-  while (rq_link* link = rq_.pop()) {
-    task_node* node = task_node::from_rq(link);
-    node->payload.drop_fn(node->payload);
-    node_pool::release(node);
-    bump(cancelled_);
-  }
+  while (rq_link* link = rq_.pop()) discard(task_node::from_rq(link), cancelled_);
+  timers_.remove_if_not([](task_node*) { return false; },
+                        [&](task_node* n) { discard(n, cancelled_); });
 }
 
 void worker::handle_exception(std::exception_ptr error) noexcept {
@@ -228,32 +281,51 @@ void worker::handle_exception(std::exception_ptr error) noexcept {
 void worker::idle(run_state seen) {
   publish_load_hint();
   if (seen != run_state::running) {
-    // Tell stop() to look again: this worker has nothing left.
+    // Tell stop() to look again: this worker has nothing left to run now.
     shared_.idle_epoch.fetch_add(1, std::memory_order_release);
     shared_.idle_epoch.notify_all();
   }
-  // Work became visible (moved into the run queue) or the state changed.
+  const task_node* first_timer = timers_.top();
+  const clock::time_point due = first_timer != nullptr ? first_timer->release : clock::time_point::max();
+  // With timer_spin, wake that much early and spin to the deadline.
+  const clock::time_point wake = first_timer != nullptr ? due - shared_.timer_spin : due;
+  // Work became visible (moved into a queue), the state changed, or it is
+  // time to wake for the next release.
   const auto changed = [&] {
-    return drain_inbox() > 0 || shared_.state.load(std::memory_order_acquire) != seen;
+    return drain_inbox() > 0 || shared_.state.load(std::memory_order_acquire) != seen ||
+           (first_timer != nullptr && clock::now() >= wake);
   };
   if (shared_.idle_spin.count() > 0) {
-    const auto deadline = std::chrono::steady_clock::now() + shared_.idle_spin;
+    const auto deadline = clock::now() + shared_.idle_spin;
     for (unsigned spins = 0;; ++spins) {
-      if (changed()) return;
+      if (changed()) return spin_to(due);
       cpu_relax();
-      if (spins % 64 == 63 && std::chrono::steady_clock::now() >= deadline) break;
+      if (spins % 64 == 63 && clock::now() >= deadline) break;
     }
   }
+  if (first_timer != nullptr) alarm_.set(wake);
   bell_.announce_parking();
   // The re-check after the announcement. Parking is safe even when a node's
   // enqueue is still in flight: its spawner rings after linking it.
   if (changed()) {
     bell_.cancel_parking();
-    return;
+    return spin_to(due);
   }
   parks_.store(parks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  io_.run_one();  // returns once the doorbell (or another handler) ran
+  io_.run_one();  // returns once the doorbell, the alarm (or another handler) ran
   bell_.cancel_parking();
+  spin_to(due);
+}
+
+void worker::spin_to(clock::time_point due) noexcept {
+  // Only with timer_spin: the last stretch to a release is spun, not slept,
+  // unless other work shows up meanwhile.
+  if (shared_.timer_spin.count() == 0 || due == clock::time_point::max()) return;
+  if (clock::now() < due - shared_.timer_spin) return;  // woken early for something else
+  while (clock::now() < due) {
+    if (drain_inbox() > 0 || !rq_.empty()) return;
+    cpu_relax();
+  }
 }
 
 std::uint64_t worker::load() const noexcept {
@@ -313,5 +385,10 @@ unsigned worker_id() {
 }
 
 priority_t priority() { return current_task().priority; }
+
+clock::time_point release_time() {
+  const detail::task_node& task = current_task();
+  return task.timed ? task.release : clock::time_point{};
+}
 
 }  // namespace urt::this_task

@@ -26,6 +26,7 @@
 #include "doorbell.hpp"
 #include "run_queue.hpp"
 #include "task_node.hpp"
+#include "timer_queue.hpp"
 #include "urt/runtime.hpp"
 #include "urt/stats.hpp"
 #include "urt/topology.hpp"
@@ -49,6 +50,7 @@ struct runtime_shared {
 
   const topology* topo = nullptr;
   std::chrono::nanoseconds idle_spin{0};
+  std::chrono::nanoseconds timer_spin{0};
   worker_policy policy = worker_policy::other;
   int fifo_priority = 0;
   std::function<void(std::exception_ptr)> on_task_exception;
@@ -80,7 +82,8 @@ class worker {
   /// Any thread: queues a node this worker will see at its next scheduling
   /// point, and rings its doorbell if it is parking.
   void submit_remote(task_node* node) noexcept;
-  /// Owner only: queues a node directly into the run queue.
+  /// Owner only: queues a node directly into the run queue (or, when timed,
+  /// into the timer queue).
   void submit_local(task_node* node) noexcept;
   /// Any thread: wakes the worker if it is parking (after a state change).
   void ring() noexcept { bell_.ring(); }
@@ -116,7 +119,12 @@ class worker {
   std::size_t drain_inbox() noexcept;
   void run_task(task_node* node) noexcept;
   void cancel_queued() noexcept;
+  void enqueue(task_node* node);
+  void release_due() noexcept;
+  void end_periodic_series() noexcept;
+  void discard(task_node* node, std::atomic<std::uint64_t>& counter) noexcept;
   void idle(run_state seen);
+  void spin_to(clock::time_point due) noexcept;
   void handle_exception(std::exception_ptr error) noexcept;
   static void bump(std::atomic<std::uint64_t>& counter) noexcept;
   void publish_load_hint() noexcept;
@@ -132,6 +140,9 @@ class worker {
   asio::io_context io_{1};
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   doorbell bell_{io_};
+  alarm alarm_{io_};
+  timer_queue timers_;
+  bool series_ended_ = false;  // periodic series ended once stop() began
   __cds_wfcq_head splice_head_{};
   cds_wfcq_tail splice_tail_{};
 

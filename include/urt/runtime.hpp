@@ -14,6 +14,7 @@
 
 #include "urt/stats.hpp"
 #include "urt/task.hpp"
+#include "urt/timer.hpp"
 #include "urt/topology.hpp"
 
 namespace urt {
@@ -49,6 +50,10 @@ struct runtime_options {
   /// M tasks/s, 10 us 7.1-8.1, 50 us 7.8-8.2, 200 us 6.3-8.6; the wake-up
   /// latency benchmark is where the default gets chosen for latency.
   std::chrono::nanoseconds idle_spin = std::chrono::microseconds{50};
+  /// For timed releases: wake this long before a deadline and spin until it,
+  /// so the release does not pay the wake-up latency of a parked thread
+  /// (at the cost of that much CPU per release). 0 = off.
+  std::chrono::nanoseconds timer_spin = std::chrono::nanoseconds{0};
   /// OS policy of the worker threads.
   worker_policy policy = worker_policy::other;
   /// SCHED_FIFO priority of the workers when policy == fifo (1..99).
@@ -117,6 +122,35 @@ class runtime {
     commit_spawn(ticket);
   }
 
+  /// Queues `fn` to be released at `deadline` (at once if it has passed) on
+  /// a worker allowed by spec.affinity; this_task::release_time() returns
+  /// the deadline. Same errors and guarantees as spawn(). stop(drain) waits
+  /// for pending deadlines; stop(cancel) drops them and counts them.
+  template <class F>
+    requires std::invocable<std::decay_t<F>&> && std::constructible_from<std::decay_t<F>, F&&>
+  void spawn_at(clock::time_point deadline, const task_spec& spec, F&& fn) {
+    spawn_ticket ticket = begin_spawn(spec);
+    ticket.payload()->emplace(std::forward<F>(fn));
+    commit_timed(ticket, deadline, std::chrono::nanoseconds{0}, nullptr);
+  }
+
+  /// Runs `fn` periodically, drift-free: release k is start + k * period
+  /// exactly (never "now + period"), also after an overrun, when the next
+  /// releases run back to back. The series is one accepted task that ends
+  /// at the handle's cancel() or at stop(). Throws std::invalid_argument for
+  /// a period that is not positive, as spawn() for the rest.
+  template <class F>
+    requires std::invocable<std::decay_t<F>&> && std::constructible_from<std::decay_t<F>, F&&>
+  periodic_task every(std::chrono::nanoseconds period, const task_spec& spec, F&& fn,
+                      clock::time_point start = clock::now()) {
+    check_period(period);
+    auto state = std::make_unique<detail::periodic_state>();  // before the callable is taken
+    spawn_ticket ticket = begin_spawn(spec);
+    ticket.payload()->emplace_repeating(std::forward<F>(fn));
+    commit_timed(ticket, start, period, state.get());
+    return periodic_task(state.release());
+  }
+
   /// Stops the runtime and joins its workers. drain: runs every accepted
   /// task first and returns 0; cancel: lets running tasks finish, drops the
   /// queued ones and returns how many were dropped. A second call returns 0.
@@ -153,6 +187,9 @@ class runtime {
 
   spawn_ticket begin_spawn(const task_spec& spec);
   void commit_spawn(spawn_ticket& ticket) noexcept;
+  void commit_timed(spawn_ticket& ticket, clock::time_point release,
+                    std::chrono::nanoseconds period, detail::periodic_state* state) noexcept;
+  static void check_period(std::chrono::nanoseconds period);
 
   std::unique_ptr<impl> impl_;
 };

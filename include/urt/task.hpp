@@ -10,6 +10,7 @@
 
 #include "urt/cpuset.hpp"
 #include "urt/priority.hpp"
+#include "urt/timer.hpp"
 
 namespace urt {
 
@@ -32,6 +33,10 @@ namespace this_task {
 [[nodiscard]] unsigned worker_id();
 /// The priority the calling task was spawned with.
 [[nodiscard]] priority_t priority();
+/// The release time of the calling task: the deadline given to spawn_at,
+/// or start + k * period for release k of every(); clock::time_point{}
+/// for a task spawned without a release time.
+[[nodiscard]] clock::time_point release_time();
 }  // namespace this_task
 
 namespace detail {
@@ -49,6 +54,27 @@ struct task_payload {
   void (*run_fn)(task_payload&) = nullptr;
   void (*drop_fn)(task_payload&) noexcept = nullptr;
   alignas(std::max_align_t) std::byte storage[inline_task_bytes];
+
+  /// For a periodic series: run_fn invokes without destroying; drop_fn
+  /// destroys once the series ends.
+  template <class F>
+  void emplace_repeating(F&& fn) {
+    using fn_t = std::decay_t<F>;
+    if constexpr (sizeof(fn_t) <= inline_task_bytes && alignof(fn_t) <= alignof(std::max_align_t)) {
+      ::new (static_cast<void*>(storage)) fn_t(std::forward<F>(fn));
+      run_fn = [](task_payload& p) { (*std::launder(reinterpret_cast<fn_t*>(p.storage)))(); };
+      drop_fn = [](task_payload& p) noexcept {
+        std::launder(reinterpret_cast<fn_t*>(p.storage))->~fn_t();
+      };
+    } else {
+      auto* heap = new fn_t(std::forward<F>(fn));
+      ::new (static_cast<void*>(storage)) fn_t*(heap);
+      run_fn = [](task_payload& p) { (**std::launder(reinterpret_cast<fn_t**>(p.storage)))(); };
+      drop_fn = [](task_payload& p) noexcept {
+        delete *std::launder(reinterpret_cast<fn_t**>(p.storage));
+      };
+    }
+  }
 
   template <class F>
   void emplace(F&& fn) {

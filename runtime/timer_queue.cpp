@@ -1,0 +1,67 @@
+#include "timer_queue.hpp"
+
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+
+namespace urt::detail {
+
+void timer_queue::push(task_node* node) {
+  heap_.push_back(node);
+  std::push_heap(heap_.begin(), heap_.end(), later);
+}
+
+task_node* timer_queue::pop() noexcept {
+  std::pop_heap(heap_.begin(), heap_.end(), later);
+  task_node* node = heap_.back();
+  heap_.pop_back();
+  return node;
+}
+
+namespace {
+int make_timerfd() {
+  // CLOCK_MONOTONIC is what std::chrono::steady_clock reads on Linux.
+  const int fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "alarm: timerfd_create");
+  return fd;
+}
+}  // namespace
+
+alarm::alarm(asio::io_context& io) : fd_(io, make_timerfd()) {}
+
+void alarm::arm() {
+  fd_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const std::error_code& ec) {
+    if (!ec) on_expiry();
+  });
+}
+
+void alarm::disarm() {
+  std::error_code ignored;
+  fd_.cancel(ignored);
+}
+
+void alarm::on_expiry() {
+  std::uint64_t expirations = 0;
+  // EAGAIN: the timer was re-set after it fired; nothing to count.
+  if (::read(fd_.native_handle(), &expirations, sizeof expirations) == sizeof expirations) {
+    fired_ += expirations;
+  }
+  armed_ = clock::time_point::max();  // a one-shot: it must be set again
+  arm();
+}
+
+void alarm::set(clock::time_point at) noexcept {
+  if (at == armed_) return;
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+  itimerspec spec{};
+  // A deadline at or before the epoch would disarm the timer: use 1 ns.
+  const long long when = ns > 0 ? ns : 1;
+  spec.it_value.tv_sec = static_cast<time_t>(when / 1000000000);
+  spec.it_value.tv_nsec = static_cast<long>(when % 1000000000);
+  // Cannot fail with a valid fd and a normalized absolute time.
+  if (::timerfd_settime(fd_.native_handle(), TFD_TIMER_ABSTIME, &spec, nullptr) == 0) armed_ = at;
+}
+
+}  // namespace urt::detail
