@@ -54,8 +54,7 @@ cpupri::cpupri(cpupri_layout layout, std::span<const worker_place> workers)
     return out;
   };
   for (const range& r : runs([](const worker_place& p) { return p.llc; }, "LLC")) {
-    groups_.push_back(group{r, workers_[r.first].numa});
-    max_group_words_ = std::max<std::size_t>(max_group_words_, div_up(r.count, 64));
+    groups_.push_back(group{r, workers_[r.first].numa, {}});
   }
   std::vector<range> shard_ranges;
   switch (layout) {
@@ -74,12 +73,14 @@ cpupri::cpupri(cpupri_layout layout, std::span<const worker_place> workers)
                                   std::to_string(static_cast<int>(layout)) +
                                   " is not a cpupri_layout");
   }
-  const unsigned per_line = layout == cpupri_layout::per_llc_bytes ? line_bytes : line_bits;
+  // Bit layouts: one mask per level per shard. per_llc_bytes: one byte per
+  // worker per shard, holding its level.
+  const bool bytes = layout == cpupri_layout::per_llc_bytes;
   std::size_t total = 0;
   shard_of_.resize(n);
   for (const range& r : shard_ranges) {
-    shard s{r, total, div_up(r.count, per_line)};
-    total += s.lines * slots;
+    shard s{r, total, div_up(r.count, bytes ? line_bytes : line_bits)};
+    total += s.lines * (bytes ? 1 : slots);
     for (unsigned w = r.first; w < r.first + r.count; ++w) {
       shard_of_[w] = static_cast<unsigned>(shards_.size());
     }
@@ -92,19 +93,24 @@ cpupri::cpupri(cpupri_layout layout, std::span<const worker_place> workers)
     lines_ = std::make_unique<line[]>(total);
   }
   levels_ = std::make_unique<padded_level[]>(n);
+  // Cut each group into chunks: a new chunk at every shard boundary and
+  // every 64th worker of the group. Usually one chunk per group.
+  for (group& g : groups_) {
+    for (unsigned w = g.workers.first; w < g.workers.first + g.workers.count;) {
+      const shard& s = shards_[shard_of_[w]];
+      const unsigned i = w - g.workers.first;
+      const unsigned end = std::min({g.workers.first + g.workers.count,
+                                     s.workers.first + s.workers.count, w + (64 - i % 64)});
+      g.chunks.push_back(chunk{shard_of_[w], w, end - w, i / 64, i % 64});
+      w = end;
+    }
+  }
 }
 
 void cpupri::publish(unsigned worker, int slot, bool on) noexcept {
   const shard& s = shards_[shard_of_[worker]];
   const unsigned local = worker - s.workers.first;
   const std::size_t at = s.base + static_cast<std::size_t>(slot) * s.lines;
-  if (layout_ == cpupri_layout::per_llc_bytes) {
-    // A plain store into the worker's own byte: no other writer, no RMW.
-    // Release: pairs with the acquire fence in group_bits()/member().
-    byte_lines_[at + local / line_bytes].bytes[local % line_bytes].store(
-        on ? 1 : 0, std::memory_order_release);
-    return;
-  }
   std::atomic<std::uint64_t>& word = lines_[at + local / line_bits].words[(local % line_bits) / 64];
   const std::uint64_t bit = std::uint64_t{1} << (local % 64);
   // Shared words: a locked RMW. Release pairs as above.
@@ -118,75 +124,71 @@ void cpupri::publish(unsigned worker, int slot, bool on) noexcept {
 void cpupri::set(unsigned worker, int level) noexcept {
   const int old = levels_[worker].value.load(std::memory_order_relaxed);  // owner-written
   if (old == level) return;
-  // Publish the new level before retracting the old one (invariant 2); the
-  // second release store cannot become visible before the first.
-  if (level != level_invalid) publish(worker, slot_of(level), true);
-  if (old != level_invalid) publish(worker, slot_of(old), false);
+  if (layout_ == cpupri_layout::per_llc_bytes) {
+    // One plain store into the worker's own byte (no other writer, no RMW)
+    // moves it from the old level to the new one at once, so a concurrent
+    // find sees one or the other, never neither. Release: pairs with the
+    // acquire fence in find_bytes().
+    value_byte(worker).store(level == level_invalid ? 0 : static_cast<std::uint8_t>(slot_of(level) + 1),
+                             std::memory_order_release);
+  } else {
+    // Publish the new level before retracting the old one (invariant 2);
+    // the second release RMW cannot become visible before the first.
+    if (level != level_invalid) publish(worker, slot_of(level), true);
+    if (old != level_invalid) publish(worker, slot_of(old), false);
+  }
   levels_[worker].value.store(level, std::memory_order_relaxed);
+}
+
+std::atomic<std::uint8_t>& cpupri::value_byte(unsigned worker) const noexcept {
+  const shard& s = shards_[shard_of_[worker]];
+  const unsigned local = worker - s.workers.first;
+  return byte_lines_[s.base + local / line_bytes].bytes[local % line_bytes];
 }
 
 bool cpupri::member(int slot, unsigned worker) const noexcept {
   const shard& s = shards_[shard_of_[worker]];
   const unsigned local = worker - s.workers.first;
   const std::size_t at = s.base + static_cast<std::size_t>(slot) * s.lines;
-  if (layout_ == cpupri_layout::per_llc_bytes) {
-    return byte_lines_[at + local / line_bytes].bytes[local % line_bytes].load(
-               std::memory_order_acquire) != 0;
-  }
   const std::uint64_t word =
       lines_[at + local / line_bits].words[(local % line_bits) / 64].load(std::memory_order_acquire);
   return ((word >> (local % 64)) & 1) != 0;
 }
 
+std::uint64_t cpupri::chunk_bits(int slot, const chunk& c, const worker_set* affinity) const noexcept {
+  const shard& s = shards_[c.shard];
+  const unsigned local = c.first - s.workers.first;
+  const std::size_t at = s.base + static_cast<std::size_t>(slot) * s.lines;
+  const auto word = [&](unsigned i) {
+    return lines_[at + i / (line_bits / 64)].words[i % (line_bits / 64)].load(
+        std::memory_order_relaxed);
+  };
+  std::uint64_t bits = bits_at(word, s.lines * (line_bits / 64), local) & low_mask(c.count);
+  if (affinity != nullptr) {
+    const auto& allowed = affinity->bits();
+    bits &= bits_at([&](unsigned i) { return allowed[i]; },
+                    static_cast<unsigned>(worker_set::words), c.first);
+  }
+  return bits;
+}
+
 bool cpupri::group_bits(int slot, const group& g, const worker_set* affinity,
                         std::uint64_t* out) const noexcept {
-  const unsigned nwords = div_up(g.workers.count, 64);
-  std::fill(out, out + nwords, 0);
-  // The group may span shards (an LLC wider than a NUMA node): walk it in
-  // runs that each lie within one shard.
-  for (unsigned w = g.workers.first; w < g.workers.first + g.workers.count;) {
-    const shard& s = shards_[shard_of_[w]];
-    const unsigned end = std::min(g.workers.first + g.workers.count, s.workers.first + s.workers.count);
-    const std::size_t at = s.base + static_cast<std::size_t>(slot) * s.lines;
-    if (layout_ == cpupri_layout::per_llc_bytes) {
-      for (unsigned x = w; x < end; ++x) {
-        const unsigned local = x - s.workers.first;
-        // Relaxed loads; one acquire fence below covers them all.
-        if (byte_lines_[at + local / line_bytes].bytes[local % line_bytes].load(
-                std::memory_order_relaxed) != 0) {
-          const unsigned i = x - g.workers.first;
-          out[i / 64] |= std::uint64_t{1} << (i % 64);
-        }
-      }
-    } else {
-      const unsigned shard_words = s.lines * (line_bits / 64);
-      const auto word = [&](unsigned i) {
-        return lines_[at + i / (line_bits / 64)].words[i % (line_bits / 64)].load(
-            std::memory_order_relaxed);
-      };
-      for (unsigned x = w; x < end; x += 64) {
-        const unsigned n = std::min(64u, end - x);
-        const std::uint64_t bits = bits_at(word, shard_words, x - s.workers.first) & low_mask(n);
-        const unsigned i = x - g.workers.first;  // place at bit i of out
-        out[i / 64] |= bits << (i % 64);
-        if (i % 64 != 0 && i / 64 + 1 < nwords) out[i / 64 + 1] |= bits >> (64 - i % 64);
-      }
+  std::uint64_t any = 0;
+  if (g.chunks.size() == 1) {  // the common case: one shard, at most 64 workers
+    any = out[0] = chunk_bits(slot, g.chunks[0], affinity);
+  } else {
+    const unsigned nwords = div_up(g.workers.count, 64);
+    for (unsigned k = 0; k < nwords; ++k) out[k] = 0;
+    for (const chunk& c : g.chunks) {
+      const std::uint64_t bits = chunk_bits(slot, c, affinity);
+      out[c.word] |= bits << c.shift;
+      any |= bits;
     }
-    w = end;
   }
   // Acquire: pairs with the release stores in publish(), so a retraction
   // seen at this level implies the publication of the level it moved to.
   std::atomic_thread_fence(std::memory_order_acquire);
-  std::uint64_t any = 0;
-  for (unsigned k = 0; k < nwords; ++k) {
-    if (affinity != nullptr) {
-      const auto& allowed = affinity->bits();
-      out[k] &= bits_at([&](unsigned i) { return allowed[i]; },
-                        static_cast<unsigned>(worker_set::words), g.workers.first + 64 * k);
-    }
-    if (64 * (k + 1) > g.workers.count) out[k] &= low_mask(g.workers.count - 64 * k);
-    any |= out[k];
-  }
   return any != 0;
 }
 
@@ -210,33 +212,122 @@ unsigned cpupri::pick(const group& g, const std::uint64_t* bits, unsigned rotati
 unsigned cpupri::find(priority_t priority, const worker_set* affinity, unsigned from,
                       unsigned last, unsigned rotation) const noexcept {
   if (!is_valid_priority(priority)) return none;
+  if (layout_ == cpupri_layout::per_llc_bytes) return find_bytes(priority, affinity, from, last, rotation);
   const auto n = static_cast<unsigned>(workers_.size());
-  const auto allowed = [&](unsigned w) {
-    return w < n && (affinity == nullptr || affinity->contains(w));
-  };
+  const bool check_last =
+      last < n && last != from && (affinity == nullptr || affinity->contains(last));
   const auto groups = static_cast<unsigned>(groups_.size());
   // The caller's LLC comes first; an outside thread starts at a rotating one.
   const unsigned home = from < n ? workers_[from].llc : rotation % groups;
-  const unsigned home_numa = groups_[home].numa;
+  const group& home_group = groups_[home];
+  const unsigned home_numa = home_group.numa;
+  // Bit of `from` in the home group's bitmap, if it is allowed there.
+  const bool check_from = from < n && (affinity == nullptr || affinity->contains(from));
+  const unsigned from_bit = check_from ? from - home_group.workers.first : 0;
   std::uint64_t bits[worker_set::words];
   for (int slot = 0; slot < slot_of(priority); ++slot) {  // strictly lower levels only
-    if (allowed(last) && member(slot, last)) return last;
-    if (allowed(from) && member(slot, from)) return from;
-    // Then the caller's LLC, the other LLCs of its NUMA node, the rest,
-    // each pass in LLC order starting after the home LLC.
-    for (unsigned pass = 0; pass < 3; ++pass) {
-      for (unsigned k = 0; k < groups; ++k) {
-        const unsigned gi = (home + k) % groups;
-        const group& g = groups_[gi];
-        const bool wanted = pass == 0 ? gi == home
-                            : pass == 1 ? gi != home && g.numa == home_numa
-                                        : g.numa != home_numa;
-        if (wanted && group_bits(slot, g, affinity, bits)) return pick(g, bits, rotation);
-        if (pass == 0) break;
+    if (check_last && member(slot, last)) return last;
+    if (group_bits(slot, home_group, affinity, bits)) {
+      if (check_from && ((bits[from_bit / 64] >> (from_bit % 64)) & 1) != 0) return from;
+      return pick(home_group, bits, rotation);
+    }
+    if (groups == 1) continue;
+    // Then the other LLCs of the caller's NUMA node, then the rest, each
+    // pass in LLC order starting after the home LLC.
+    for (unsigned pass = 0; pass < 2; ++pass) {
+      for (unsigned k = 1; k < groups; ++k) {
+        const group& g = groups_[(home + k) % groups];
+        if ((g.numa == home_numa) == (pass == 0) && group_bits(slot, g, affinity, bits)) {
+          return pick(g, bits, rotation);
+        }
       }
     }
   }
   return none;
+}
+
+// per_llc_bytes: each worker's level is one byte, so instead of scanning
+// level by level, read each LLC's line of bytes once: the lowest level is
+// the minimum byte. Idle is the lowest level there is, so an idle worker
+// found early ends the search at the first line.
+unsigned cpupri::find_bytes(priority_t priority, const worker_set* affinity, unsigned from,
+                            unsigned last, unsigned rotation) const noexcept {
+  const auto n = static_cast<unsigned>(workers_.size());
+  const auto allowed = [&](unsigned w) {
+    return w < n && (affinity == nullptr || affinity->contains(w));
+  };
+  // Byte values: 0 invalid, 1 idle, slot + 1 for a priority; a candidate is
+  // 1..limit, i.e. strictly below the task's priority.
+  const auto limit = static_cast<std::uint8_t>(slot_of(priority));
+  constexpr std::uint8_t idle_value = 1;
+  const auto value = [&](unsigned w) {
+    // Relaxed; the acquire fence before each return covers the loads.
+    return value_byte(w).load(std::memory_order_relaxed);
+  };
+  const auto candidate = [&](std::uint8_t v) { return v != 0 && v <= limit; };
+  const bool check_last = last != from && allowed(last);
+  const bool check_from = allowed(from);
+  const auto done = [](unsigned w) {
+    // Acquire: pairs with the release store in set().
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return w;
+  };
+  const auto groups = static_cast<unsigned>(groups_.size());
+  const unsigned home = from < n ? workers_[from].llc : rotation % groups;
+  const unsigned home_numa = groups_[home].numa;
+  // The lowest candidate value in a group, 0 when it has none.
+  const auto group_min = [&](const group& g) {
+    std::uint8_t best = 0;
+    for (unsigned w = g.workers.first; w < g.workers.first + g.workers.count; ++w) {
+      const std::uint8_t v = value(w);
+      if (candidate(v) && (best == 0 || v < best) && allowed(w)) best = v;
+    }
+    return best;
+  };
+  // Among g's workers at `v`, the first from the rotation point; or none.
+  const auto pick_at = [&](const group& g, std::uint8_t v) {
+    const unsigned count = g.workers.count;
+    for (unsigned k = 0; k < count; ++k) {
+      const unsigned w = g.workers.first + (rotation % count + k) % count;
+      if (value(w) == v && allowed(w)) return w;
+    }
+    return none;
+  };
+  // Fast path: an idle last worker, caller or home-LLC worker cannot be beaten.
+  if (check_last && value(last) == idle_value) return done(last);
+  if (check_from && value(from) == idle_value) return done(from);
+  std::uint8_t mins[max_workers];
+  mins[home] = group_min(groups_[home]);
+  // (last and from are not idle here, so they cannot be preferred over it.)
+  if (mins[home] == idle_value) {
+    const unsigned w = pick_at(groups_[home], idle_value);
+    if (w != none) return done(w);
+  }
+  std::uint8_t lowest = mins[home];
+  for (unsigned k = 1; k < groups; ++k) {
+    const unsigned gi = (home + k) % groups;
+    mins[gi] = group_min(groups_[gi]);
+    if (mins[gi] != 0 && (lowest == 0 || mins[gi] < lowest)) lowest = mins[gi];
+  }
+  if (lowest == 0) return done(none);
+  if (check_last && value(last) == lowest) return done(last);
+  if (check_from && value(from) == lowest) return done(from);
+  // Home LLC, the other LLCs of its NUMA node, then the rest.
+  for (unsigned pass = 0; pass < 3; ++pass) {
+    for (unsigned k = 0; k < groups; ++k) {
+      const unsigned gi = (home + k) % groups;
+      const group& g = groups_[gi];
+      const bool wanted = pass == 0 ? gi == home
+                          : pass == 1 ? gi != home && g.numa == home_numa
+                                      : g.numa != home_numa;
+      if (wanted && mins[gi] == lowest) {
+        const unsigned w = pick_at(g, lowest);
+        if (w != none) return done(w);  // none: it changed meanwhile; try on
+      }
+      if (pass == 0) break;
+    }
+  }
+  return done(none);
 }
 
 }  // namespace urt::detail

@@ -8,20 +8,25 @@
 //
 // Layouts (cpupri_layout): one bitmask per level (global), per level per NUMA
 // node, per level per LLC (each level of each shard on cache lines of its
-// own), or per LLC with one byte per worker written by plain release stores,
-// no locked read-modify-write (per_llc_bytes). As upstream did in 2025, there
-// is no per-level count: keeping it coherent with the mask cost atomics and
-// barriers that outweighed the early exit it allowed.
+// own), all updated with locked RMWs; or per_llc_bytes: per LLC one cache
+// line of bytes, a byte per worker holding its level, written by a plain
+// release store (no locked read-modify-write), where find() reads each LLC's
+// line once and takes the minimum instead of scanning level by level (an
+// idle worker, the lowest level there is, ends the search early). As
+// upstream did in 2025, there is no per-level count: keeping it coherent
+// with the mask cost atomics and barriers that outweighed the early exit.
 //
 // Concurrency:
 //   - set(w, ...) only by the owner of worker w (one writer per worker);
 //     concurrently with set() of other workers and with any number of find().
 //     It writes only the shard that holds w (invariant 3 for per_llc*).
 //   - find() and level() from any thread; wait-free, no writes.
-//   - A raise publishes the new level (release) before retracting the old
-//     one (release); find() scans levels upwards with acquire, so a worker
-//     being raised is seen in at least one of them (invariant 2). A lowering
-//     can be missed for a moment; the next push migration heals that.
+//   - Bit layouts: a raise publishes the new level (release) before
+//     retracting the old one (release); find() scans levels upwards with
+//     acquire, so a worker being raised is seen in at least one of them
+//     (invariant 2). A lowering can be missed for a moment; the next push
+//     migration heals that. per_llc_bytes: one byte store moves a worker
+//     from its old level to its new one at once; find() sees either.
 // Answers are advisory: by the time find() returns, levels may have changed;
 // whoever acts on it re-checks under the target's lock (invariant 6).
 #pragma once
@@ -87,9 +92,19 @@ class cpupri {
     std::size_t base = 0;   // index of its first line
     std::size_t lines = 0;  // lines per level
   };
+  // A run of at most 64 workers of one group that lies in one shard and
+  // maps to one word of the group's bitmap: what group_bits() reads at once.
+  struct chunk {
+    unsigned shard = 0;
+    unsigned first = 0;  // first worker id
+    unsigned count = 0;  // <= 64
+    unsigned word = 0;   // word of the group bitmap
+    unsigned shift = 0;  // bit offset inside that word (count + shift <= 64)
+  };
   struct group {            // a last-level cache: the unit of preference
     range workers;
     unsigned numa = 0;
+    std::vector<chunk> chunks;
   };
   struct alignas(64) line {
     std::atomic<std::uint64_t> words[8];  // bit layouts: 512 workers
@@ -108,20 +123,22 @@ class cpupri {
   // (bit i = worker g.first + i); returns whether any bit is set.
   bool group_bits(int slot, const group& g, const worker_set* affinity,
                   std::uint64_t* out) const noexcept;
+  [[nodiscard]] std::uint64_t chunk_bits(int slot, const chunk& c,
+                                         const worker_set* affinity) const noexcept;
   [[nodiscard]] unsigned pick(const group& g, const std::uint64_t* bits,
                               unsigned rotation) const noexcept;
+  [[nodiscard]] unsigned find_bytes(priority_t priority, const worker_set* affinity, unsigned from,
+                                    unsigned last, unsigned rotation) const noexcept;
+  [[nodiscard]] std::atomic<std::uint8_t>& value_byte(unsigned worker) const noexcept;
 
   cpupri_layout layout_;
   std::vector<worker_place> workers_;
   std::vector<unsigned> shard_of_;  // worker -> shard
   std::vector<shard> shards_;
   std::vector<group> groups_;       // LLCs in id order
-  std::vector<unsigned> numa_first_group_;  // NUMA node -> its first group
-  std::vector<unsigned> numa_groups_;       // NUMA node -> number of groups
   std::unique_ptr<line[]> lines_;           // bit layouts
   std::unique_ptr<byte_line[]> byte_lines_; // per_llc_bytes
   std::unique_ptr<padded_level[]> levels_;  // worker -> current level
-  std::size_t max_group_words_ = 1;
 };
 
 }  // namespace urt::detail

@@ -61,6 +61,16 @@ void runtime_options::validate() const {
       bad_option("policy", "value " + std::to_string(static_cast<int>(policy)) +
                                " is not a worker_policy");
   }
+  switch (cpupri) {
+    case cpupri_layout::global:
+    case cpupri_layout::per_numa:
+    case cpupri_layout::per_llc:
+    case cpupri_layout::per_llc_bytes:
+      break;
+    default:
+      bad_option("cpupri", "value " + std::to_string(static_cast<int>(cpupri)) +
+                               " is not a cpupri_layout");
+  }
   if (lock_memory != memory_lock::none && lock_memory != memory_lock::all) {
     bad_option("lock_memory", "value " + std::to_string(static_cast<int>(lock_memory)) +
                                   " is not a memory_lock");
@@ -71,6 +81,7 @@ struct runtime::impl {
   explicit impl(runtime_options opts);
   ~impl();
 
+  unsigned place(const task_spec& spec, const worker* self) const noexcept;
   unsigned place_remote(const task_spec& spec) const noexcept;
   void note_change() noexcept;
   void ring_all() noexcept;
@@ -79,6 +90,7 @@ struct runtime::impl {
 
   runtime_options options;
   urt::topology topo;
+  std::unique_ptr<detail::cpupri> prio_map;
   detail::runtime_shared shared;
   std::vector<std::unique_ptr<worker>> workers;
   std::mutex stop_mutex;
@@ -109,7 +121,9 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
                             "runtime_options.lock_memory: mlockall refused (needs root, "
                             "CAP_IPC_LOCK or a large enough RLIMIT_MEMLOCK)");
   }
+  prio_map = std::make_unique<detail::cpupri>(options.cpupri, topo.workers());
   shared.topo = &topo;
+  shared.prio_map = prio_map.get();
   shared.idle_spin = options.idle_spin;
   shared.timer_spin = options.timer_spin;
   shared.policy = options.policy;
@@ -181,6 +195,21 @@ void runtime::impl::shut_down(run_state via) noexcept {
   for (auto& w : workers) w->join();
 }
 
+// select_task_rq_rt: stay on the spawning task's worker when it runs at a
+// lower priority; else the lowest-priority worker cpupri finds below the
+// task's; else the least-loaded worker in the affinity.
+unsigned runtime::impl::place(const task_spec& spec, const worker* self) const noexcept {
+  const worker_set* affinity = spec.affinity ? &*spec.affinity : nullptr;
+  const bool self_allowed =
+      self != nullptr && (affinity == nullptr || affinity->contains(self->id()));
+  if (self_allowed && self->published_level() < spec.priority) return self->id();
+  thread_local unsigned rotation = 0;
+  const unsigned found = prio_map->find(spec.priority, affinity,
+                                        self != nullptr ? self->id() : detail::cpupri::none,
+                                        detail::cpupri::none, rotation++);
+  return found != detail::cpupri::none ? found : place_remote(spec);
+}
+
 unsigned runtime::impl::place_remote(const task_spec& spec) const noexcept {
   // Least-loaded worker in the affinity; the scan starts at a per-thread
   // rotating offset so that equally loaded workers take turns.
@@ -239,8 +268,8 @@ runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec) {
   // Count the acceptance before writing the node: its seq_cst RMW is a full
   // barrier, cheapest while no stores to the node are pending behind it.
   worker* self = worker::current_in(impl_.get());
-  const bool local = self != nullptr && (!spec.affinity || spec.affinity->contains(self->id()));
-  const unsigned target = local ? self->id() : impl_->place_remote(spec);
+  const unsigned target = impl_->place(spec, self);
+  const bool local = self != nullptr && target == self->id();
   worker& w = *impl_->workers[target];
   if (local) {
     // Inside a task the runtime is never stopped: it waits for this task.

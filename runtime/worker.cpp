@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <stdexcept>
@@ -69,7 +70,9 @@ void worker::main(startup& st) {
   tls_owner = shared_.owner;
   bell_.arm();
   alarm_.arm();
+  update_level();  // idle: routable from now on
   loop();
+  shared_.prio_map->set(id_, cpupri::level_invalid);
   bell_.disarm();
   alarm_.disarm();
   work_.reset();
@@ -108,9 +111,14 @@ void worker::loop() {
       // Unlinking `next` pulled in the new head; start fetching the one
       // after it, so a long queue costs overlapping misses, not serial ones.
       if (const rq_link* head = rq_.peek(); head != nullptr) __builtin_prefetch(head->next, 1);
-      run_task(task_node::from_rq(next));
+      task_node* node = task_node::from_rq(next);
+      running_level_ = node->priority;
+      update_level();
+      run_task(node);
+      running_level_ = cpupri::level_idle;
       continue;
     }
+    update_level();  // idle, or whatever timers keep it at
     if (seen == run_state::stopped) return;
     idle(seen);
   }
@@ -122,6 +130,24 @@ void worker::enqueue(task_node* node) {
   } else {
     rq_.push_back(&node->rq, node->priority);
   }
+}
+
+// An empty run queue reports top_level() -1, which is cpupri's idle level.
+static_assert(cpupri::level_idle == -1);
+
+void worker::update_level() noexcept {
+  // Current priority: the highest of the running task and the queued ones.
+  const int level = std::max(running_level_, rq_.top_level());
+  if (level == published_level_) return;
+  shared_.prio_map->set(id_, level);
+  published_level_ = level;
+}
+
+bool worker::preempt_point() noexcept {
+  drain_inbox();
+  release_due();
+  update_level();
+  return rq_.top_level() > running_level_;
 }
 
 void worker::release_due() noexcept {
@@ -201,7 +227,10 @@ void worker::submit_remote(task_node* node) noexcept {
   bell_.ring();
 }
 
-void worker::submit_local(task_node* node) noexcept { enqueue(node); }
+void worker::submit_local(task_node* node) noexcept {
+  enqueue(node);
+  update_level();  // a more urgent child raises this worker at once
+}
 
 void worker::bump(std::atomic<std::uint64_t>& counter) noexcept {
   // Single writer: a load and a store, no read-modify-write. Release pairs
@@ -385,6 +414,16 @@ unsigned worker_id() {
 }
 
 priority_t priority() { return current_task().priority; }
+
+}  // namespace urt::this_task
+
+namespace urt {
+bool preempt_point() noexcept {
+  return detail::tls_task != nullptr && detail::tls_worker->preempt_point();
+}
+}  // namespace urt
+
+namespace urt::this_task {
 
 clock::time_point release_time() {
   const detail::task_node& task = current_task();

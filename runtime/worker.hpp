@@ -23,6 +23,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cpupri.hpp"
 #include "doorbell.hpp"
 #include "run_queue.hpp"
 #include "task_node.hpp"
@@ -49,6 +50,7 @@ struct runtime_shared {
   std::atomic<bool> exception_reported{false};
 
   const topology* topo = nullptr;
+  cpupri* prio_map = nullptr;  // each worker sets only its own level
   std::chrono::nanoseconds idle_spin{0};
   std::chrono::nanoseconds timer_spin{0};
   worker_policy policy = worker_policy::other;
@@ -78,6 +80,11 @@ class worker {
   void join();
 
   [[nodiscard]] unsigned id() const noexcept { return id_; }
+  /// Owner only: the level this worker last published (its current priority).
+  [[nodiscard]] int published_level() const noexcept { return published_level_; }
+  /// Owner only, inside a task: takes in pending work; true when a task more
+  /// urgent than the running one is queued here (urt::preempt_point()).
+  bool preempt_point() noexcept;
 
   /// Any thread: queues a node this worker will see at its next scheduling
   /// point, and rings its doorbell if it is parking.
@@ -123,6 +130,7 @@ class worker {
   void release_due() noexcept;
   void end_periodic_series() noexcept;
   void discard(task_node* node, std::atomic<std::uint64_t>& counter) noexcept;
+  void update_level() noexcept;
   void idle(run_state seen);
   void spin_to(clock::time_point due) noexcept;
   void handle_exception(std::exception_ptr error) noexcept;
@@ -143,6 +151,8 @@ class worker {
   alarm alarm_{io_};
   timer_queue timers_;
   bool series_ended_ = false;  // periodic series ended once stop() began
+  int running_level_ = cpupri::level_idle;     // priority of the running task
+  int published_level_ = cpupri::level_invalid;  // what cpupri shows for us
   __cds_wfcq_head splice_head_{};
   cds_wfcq_tail splice_tail_{};
 

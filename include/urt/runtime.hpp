@@ -54,6 +54,10 @@ struct runtime_options {
   /// so the release does not pay the wake-up latency of a parked thread
   /// (at the cost of that much CPU per release). 0 = off.
   std::chrono::nanoseconds timer_spin = std::chrono::nanoseconds{0};
+  /// Memory layout of the priority-to-worker map that placement consults;
+  /// all layouts place identically, per_llc_bytes updates cheapest (see
+  /// bench/cpupri_bench).
+  cpupri_layout cpupri = cpupri_layout::per_llc_bytes;
   /// OS policy of the worker threads.
   worker_policy policy = worker_policy::other;
   /// SCHED_FIFO priority of the workers when policy == fifo (1..99).
@@ -110,8 +114,12 @@ class runtime {
   runtime& operator=(const runtime&) = delete;
 
   /// Queues `fn` to run once on a worker allowed by spec.affinity. Callable
-  /// from any thread, including inside a task (which then prefers its own
-  /// worker). No heap allocation in steady state for callables of up to
+  /// from any thread, including inside a task. Placement (the kernel's
+  /// select_task_rq_rt): a spawn from a task stays on its worker when that
+  /// worker runs at a lower priority; otherwise the task goes to the worker
+  /// cpupri finds at the lowest priority below the task's (preferring the
+  /// caller's LLC, then its NUMA node); when none is lower, to the least
+  /// loaded worker in the affinity. No heap allocation in steady state for callables of up to
   /// detail::inline_task_bytes. Throws std::invalid_argument for a bad spec
   /// and runtime_stopped after stop(); `fn` is then left untouched.
   template <class F>

@@ -39,6 +39,14 @@ namespace this_task {
 [[nodiscard]] clock::time_point release_time();
 }  // namespace this_task
 
+/// A scheduling point inside a long-running task: takes in the work that
+/// reached the worker meanwhile and returns true when a task more urgent
+/// than the caller is waiting on this worker, so the caller can return (or
+/// spawn its continuation) and let it run. Tasks are never interrupted;
+/// this is how a long task stays preemptible. Returns false outside a task.
+/// Call it only from the task's own thread.
+bool preempt_point() noexcept;
+
 namespace detail {
 
 /// Bytes of callable stored inline in a pooled task node. A bigger callable

@@ -164,22 +164,85 @@ TEST_CASE("runtime: every task runs on a worker inside its affinity") {
   for (auto& s : seen) CHECK(s.load() > 0);  // singleton sets reach 0 and 7, ranges the rest
 }
 
-TEST_CASE("runtime: a spawn from a task prefers its own worker") {
-  urt::runtime rt(synthetic_workers(4));
-  std::atomic<int> same{0};
-  std::atomic<int> total{0};
-  for (int i = 0; i < 200; ++i) {
-    rt.spawn(urt::task_spec{.priority = 5}, [&] {
-      const unsigned parent = urt::this_task::worker_id();
-      rt.spawn(urt::task_spec{.priority = 5}, [&, parent] {
-        if (urt::this_task::worker_id() == parent) same.fetch_add(1);
-        total.fetch_add(1);
+TEST_CASE("runtime: placement prefers the worker running at the lowest priority") {
+  for (urt::cpupri_layout layout :
+       {urt::cpupri_layout::global, urt::cpupri_layout::per_numa, urt::cpupri_layout::per_llc,
+        urt::cpupri_layout::per_llc_bytes}) {
+    CAPTURE(static_cast<int>(layout));
+    urt::runtime_options o = synthetic_workers(3);
+    o.cpupri = layout;
+    urt::runtime rt(o);
+    // Worker 0 runs at 50, worker 1 at 10, worker 2 at 70.
+    gate release;
+    std::array<signal, 3> busy;
+    const std::array<int, 3> level{50, 10, 70};
+    for (unsigned w = 0; w < 3; ++w) {
+      rt.spawn(urt::task_spec{.priority = level[w], .affinity = urt::worker_set{w}}, [&, w] {
+        busy[w].raise();
+        release.wait();
       });
-    });
+    }
+    for (auto& b : busy) b.wait();
+    std::vector<std::atomic<int>> ran_on(3);
+    // Each of these can run only below it: 30 -> worker 1 (10); 60 -> worker 1
+    // too (lowest level first, then 0 at 50).
+    for (int i = 0; i < 20; ++i) {
+      rt.spawn(urt::task_spec{.priority = i % 2 == 0 ? 30 : 60},
+               [&] { ran_on[urt::this_task::worker_id()].fetch_add(1); });
+    }
+    release.open();
+    rt.stop();
+    CHECK(ran_on[1].load() == 20);
   }
+}
+
+TEST_CASE("runtime: a spawn from a task stays home only when it outranks the worker") {
+  for (int round = 0; round < 10; ++round) {
+    CAPTURE(round);
+    urt::runtime rt(synthetic_workers(2));
+    std::array<std::atomic<int>, 3> where{};  // worker id + 1 per child
+    unsigned parent = 0;
+    // The parent runs at 50 and places three children while its worker is
+    // busy with it; the other worker is idle.
+    rt.spawn(urt::task_spec{.priority = 50}, [&] {
+      parent = urt::this_task::worker_id();
+      const auto record = [&](int i) {
+        where[static_cast<std::size_t>(i)].store(static_cast<int>(urt::this_task::worker_id()) + 1);
+      };
+      // Outranks its worker (50): stays home, raising the worker to 60.
+      rt.spawn(urt::task_spec{.priority = 60}, [record] { record(0); });
+      // The idle worker is lower than home (60): goes there.
+      rt.spawn(urt::task_spec{.priority = 10}, [record] { record(1); });
+      // Equal to home (60) is not lower: goes to the other worker (idle or 10).
+      rt.spawn(urt::task_spec{.priority = 60}, [record] { record(2); });
+    });
+    rt.stop();
+    const int home = static_cast<int>(parent) + 1;
+    CHECK(where[0].load() == home);
+    CHECK(where[1].load() == 3 - home);
+    CHECK(where[2].load() == 3 - home);
+  }
+}
+
+TEST_CASE("runtime: preempt_point reports a more urgent task waiting on the worker") {
+  CHECK_FALSE(urt::preempt_point());  // outside a task
+  urt::runtime rt(synthetic_workers(1));
+  signal started;
+  std::atomic<bool> urgent_ran_first{false};
+  std::atomic<int> polls_before{0};
+  std::atomic<bool> long_done{false};
+  rt.spawn(urt::task_spec{.priority = 10}, [&] {
+    started.raise();
+    // A long task: poll until something more urgent is waiting, then yield.
+    while (!urt::preempt_point()) polls_before.fetch_add(1);
+    long_done.store(true);
+  });
+  started.wait();
+  rt.spawn(urt::task_spec{.priority = 5}, [] {});  // less urgent: never reported
+  rt.spawn(urt::task_spec{.priority = 20}, [&] { urgent_ran_first.store(long_done.load()); });
   rt.stop();
-  CHECK(total.load() == 200);
-  CHECK(same.load() == 200);
+  CHECK(long_done.load());
+  CHECK(urgent_ran_first.load());  // ran right after the long task returned
 }
 
 TEST_CASE("runtime: 256 synthetic workers in 16 LLCs each run their own tasks") {
@@ -381,6 +444,8 @@ TEST_CASE("runtime: bad options are rejected, naming the field and value") {
         }) == "runtime_options.fifo_priority: 0 is outside 1..99");
   CHECK(with([](auto& o) { o.policy = static_cast<urt::worker_policy>(7); }) ==
         "runtime_options.policy: value 7 is not a worker_policy");
+  CHECK(with([](auto& o) { o.cpupri = static_cast<urt::cpupri_layout>(6); }) ==
+        "runtime_options.cpupri: value 6 is not a cpupri_layout");
   CHECK(with([](auto& o) { o.lock_memory = static_cast<urt::memory_lock>(9); }) ==
         "runtime_options.lock_memory: value 9 is not a memory_lock");
   CHECK(with([](auto& o) { o.topology = urt::topology_source::synthetic(""); }) ==
