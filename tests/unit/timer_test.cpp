@@ -146,7 +146,7 @@ TEST_CASE("timer: spawn_at releases in deadline order, never early") {
   CHECK(early.load() == 0);
 }
 
-TEST_CASE("timer: a deadline in the past releases at once; plain spawns have no release time") {
+TEST_CASE("timer: a deadline in the past releases at once, a plain spawn has no release time") {
   urt::runtime rt(one_worker());
   std::atomic<int> ran{0};
   urt::clock::time_point plain_release = urt::clock::now();
@@ -182,7 +182,7 @@ TEST_CASE("timer: stop(cancel) drops pending deadlines and series, and counts th
   CHECK(total.accepted == 6);
 }
 
-TEST_CASE("timer: stop(drain) ends a periodic series; cancel() ends it early") {
+TEST_CASE("timer: stop(drain) ends a periodic series and cancel() ends it early") {
   urt::runtime rt(one_worker());
   std::atomic<int> a{0};
   std::atomic<int> b{0};
