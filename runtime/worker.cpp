@@ -118,7 +118,7 @@ void worker::loop() {
       running_level_ = cpupri::level_idle;
       continue;
     }
-    update_level();  // idle, or whatever timers keep it at
+    update_level();  // nothing runnable: idle (pending timers do not count)
     if (seen == run_state::stopped) return;
     idle(seen);
   }
