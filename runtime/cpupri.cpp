@@ -280,7 +280,10 @@ unsigned cpupri::find_bytes(priority_t priority, const worker_set* affinity, uns
     std::uint8_t best = 0;
     for (unsigned w = g.workers.first; w < g.workers.first + g.workers.count; ++w) {
       const std::uint8_t v = value(w);
-      if (candidate(v) && (best == 0 || v < best) && allowed(w)) best = v;
+      if (candidate(v) && (best == 0 || v < best) && allowed(w)) {
+        best = v;
+        if (best == idle_value) break;  // cannot go lower
+      }
     }
     return best;
   };
@@ -293,21 +296,29 @@ unsigned cpupri::find_bytes(priority_t priority, const worker_set* affinity, uns
     }
     return none;
   };
-  // Fast path: an idle last worker, caller or home-LLC worker cannot be beaten.
+  // Idle is the lowest level there is: an idle last worker or caller wins
+  // at once, and so does the first LLC (in preference order) with an idle
+  // worker, since last and caller are then known not to be idle.
   if (check_last && value(last) == idle_value) return done(last);
   if (check_from && value(from) == idle_value) return done(from);
   std::uint8_t mins[max_workers];
-  mins[home] = group_min(groups_[home]);
-  // (last and from are not idle here, so they cannot be preferred over it.)
-  if (mins[home] == idle_value) {
-    const unsigned w = pick_at(groups_[home], idle_value);
-    if (w != none) return done(w);
-  }
-  std::uint8_t lowest = mins[home];
-  for (unsigned k = 1; k < groups; ++k) {
-    const unsigned gi = (home + k) % groups;
-    mins[gi] = group_min(groups_[gi]);
-    if (mins[gi] != 0 && (lowest == 0 || mins[gi] < lowest)) lowest = mins[gi];
+  std::uint8_t lowest = 0;
+  for (unsigned pass = 0; pass < 3; ++pass) {
+    for (unsigned k = 0; k < groups; ++k) {
+      const unsigned gi = (home + k) % groups;
+      const group& g = groups_[gi];
+      const bool wanted = pass == 0 ? gi == home
+                          : pass == 1 ? gi != home && g.numa == home_numa
+                                      : g.numa != home_numa;
+      if (!wanted) continue;
+      mins[gi] = group_min(g);
+      if (mins[gi] == idle_value) {
+        const unsigned w = pick_at(g, idle_value);
+        if (w != none) return done(w);
+      }
+      if (mins[gi] != 0 && (lowest == 0 || mins[gi] < lowest)) lowest = mins[gi];
+      if (pass == 0) break;
+    }
   }
   if (lowest == 0) return done(none);
   if (check_last && value(last) == lowest) return done(last);
