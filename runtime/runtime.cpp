@@ -93,6 +93,9 @@ struct runtime::impl {
   std::unique_ptr<detail::cpupri> prio_map;
   detail::runtime_shared shared;
   std::vector<std::unique_ptr<worker>> workers;
+  // PU OS index -> worker id (cpupri::none if no worker), on a real system
+  // only: the worker an outside thread shares its CPU with.
+  std::vector<unsigned> worker_of_pu;
   std::mutex stop_mutex;
   bool stopped = false;  // guarded by stop_mutex
 };
@@ -122,6 +125,12 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
                             "CAP_IPC_LOCK or a large enough RLIMIT_MEMLOCK)");
   }
   prio_map = std::make_unique<detail::cpupri>(options.cpupri, topo.workers());
+  if (topo.is_this_system()) {
+    for (const worker_place& p : topo.workers()) {
+      if (p.pu >= worker_of_pu.size()) worker_of_pu.resize(p.pu + 1, detail::cpupri::none);
+      worker_of_pu[p.pu] = p.worker;
+    }
+  }
   shared.topo = &topo;
   shared.prio_map = prio_map.get();
   shared.idle_spin = options.idle_spin;
@@ -203,10 +212,18 @@ unsigned runtime::impl::place(const task_spec& spec, const worker* self) const n
   const bool self_allowed =
       self != nullptr && (affinity == nullptr || affinity->contains(self->id()));
   if (self_allowed && self->published_level() < spec.priority) return self->id();
+  // The caller's worker; for an outside thread, the worker on the CPU it
+  // runs on, so that an idle pool wakes the nearest worker (wake-affine).
+  unsigned near = self != nullptr ? self->id() : detail::cpupri::none;
+  if (self == nullptr && !worker_of_pu.empty()) {
+    const int cpu = ::sched_getcpu();
+    if (cpu >= 0 && static_cast<std::size_t>(cpu) < worker_of_pu.size()) {
+      near = worker_of_pu[static_cast<std::size_t>(cpu)];
+    }
+  }
   thread_local unsigned rotation = 0;
-  const unsigned found = prio_map->find(spec.priority, affinity,
-                                        self != nullptr ? self->id() : detail::cpupri::none,
-                                        detail::cpupri::none, rotation++);
+  const unsigned found =
+      prio_map->find(spec.priority, affinity, near, detail::cpupri::none, rotation++);
   return found != detail::cpupri::none ? found : place_remote(spec);
 }
 

@@ -516,6 +516,31 @@ TEST_CASE("runtime: SCHED_FIFO workers either run FIFO or fail with a clear erro
   }
 }
 
+TEST_CASE("runtime: an outside spawn into an idle pool wakes the worker on the caller's CPU") {
+  urt::runtime_options o;
+  o.idle_spin = std::chrono::nanoseconds{0};
+  urt::runtime rt(o);
+  for (unsigned w = 0; w < rt.worker_count(); ++w) {
+    CAPTURE(w);
+    std::atomic<int> ran_on{-1};
+    std::thread caller([&] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(rt.topology().workers()[w].pu, &set);
+      CHECK(pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0);
+      signal done;
+      rt.spawn(urt::task_spec{.priority = 10}, [&] {
+        ran_on.store(static_cast<int>(urt::this_task::worker_id()));
+        done.raise();
+      });
+      done.wait();
+    });
+    caller.join();
+    CHECK(ran_on.load() == static_cast<int>(w));
+  }
+  rt.stop();
+}
+
 TEST_CASE("runtime: the system topology gives one pinned worker per allowed PU") {
   urt::runtime_options o;
   o.idle_spin = std::chrono::nanoseconds{0};
