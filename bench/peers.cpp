@@ -1,0 +1,797 @@
+// urt-peers: urt against asio::thread_pool and oneTBB on three workloads, all
+// measured in one run, ratios printed (DESIGN.md, "How results are measured":
+// a lone absolute time on these 2-core machines means little).
+//
+//   (a) throughput     one external thread spawns 65536 empty counting tasks
+//                      onto 2 workers and waits until all ran; tasks/s,
+//                      median of 5 runs.
+//   (b) idle wake      the pool is left idle for 2 ms (urt's workers park
+//                      after idle_spin = 50 us; asio's threads block on their
+//                      condition variable at once; oneTBB's go back to its
+//                      thread pool and sleep), then t0 = steady_clock::now(),
+//                      one task is posted and records t1 on entry; t1 - t0
+//                      over 2000 samples, p50 and p99.
+//   (c) urgent behind  10,000 tasks that each spin 1 us are queued at low
+//       10k            priority, then one urgent task is posted; the time from
+//                      its post to its start, 20 samples, p50 and max.
+//
+// The executors, each with two threads running tasks:
+//   urt     urt::runtime on cpus "0-1" (two pinned workers), idle_spin 50 us.
+//           (a) priority 10, (b) priority 90, (c) low tasks priority 1 with
+//           no affinity (urt's own placement spreads them), urgent 99.
+//   asio    asio::thread_pool(2) and asio::post. It has no priorities: the
+//           urgent task of (c) queues behind the whole backlog.
+//   oneTBB  tbb::task_arena::enqueue, oneTBB's fire-and-forget path (a
+//           task_group would need a wait() to reclaim it). Arenas are built
+//           with max_concurrency 2 and *no* slot reserved for external
+//           threads, task_arena(2, 0, priority): the spawning thread never
+//           joins an arena, so the default of one reserved slot would leave
+//           a single worker. oneTBB's global pool has hardware_concurrency - 1
+//           workers (1 here, the main thread being expected to take part), so
+//           a tbb::global_control raises max_allowed_parallelism to 3 (the
+//           main thread + 2 workers). (a) and (b) use a normal-priority arena;
+//           (c) queues the backlog in a priority::low arena and the urgent
+//           task in a separate priority::high arena.
+//
+// In (a) and (c) the workers are first held by one blocker task each, and the
+// harness checks that both blockers run at once: that is what shows every
+// executor really has two threads running its tasks. (a) first queues two
+// untimed batches behind the blockers (the first grows node pools and caches
+// to the batch's high-water mark; the second times the posting side alone)
+// and one plain batch before the timed runs. In (c) the backlog is queued
+// while the workers are held, so all 10,000 low tasks are queued before the
+// gate opens; the main thread then blocks until both threads are running low
+// tasks and 64 have finished (so each worker has been through a scheduling
+// point since the backlog arrived), posts the urgent task, and blocks until
+// everything (blockers, backlog, urgent task) has finished. During (c) only,
+// the main thread runs at SCHED_FIFO 10: on these 2 cores a SCHED_OTHER main
+// thread, having used far more CPU than the held workers, would wait for a
+// CPU for milliseconds once woken while the backlog drained meanwhile. It
+// only ever wakes to post; it never spins while a worker could need its CPU.
+// Waits are bare futex waits, which block at once (std::atomic::wait spins
+// and yields first).
+//
+// The three executors live for the whole run and take turns (round by round,
+// sample by sample), so drift in the machine's load hits all of them alike;
+// a 10 ms pause (2 ms before each wake sample) lets the previous executor's
+// threads go idle first. The main thread is not pinned; urt's workers are
+// pinned to CPUs 0 and 1, the peers' threads are not.
+
+// Asio first, before any libstdc++ header: <asio/detail/config.hpp> decides
+// from _GLIBCXX_HAVE_ALIGNED_ALLOC whether asio::aligned_new uses
+// std::aligned_alloc or ::operator new, and urt's own translation units
+// include Asio first. Keeping the same order keeps one definition of that
+// inline function in the program (see bench/spawn_bench.cpp).
+#include <asio/post.hpp>
+#include <asio/thread_pool.hpp>
+
+#include <dirent.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "urt/cpuset.hpp"
+#include "urt/priority.hpp"
+#include "urt/runtime.hpp"
+#include "urt/stats.hpp"
+#include "urt/task.hpp"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+
+constexpr std::uint32_t throughput_tasks = 65536;
+constexpr int throughput_runs = 5;
+constexpr int wake_samples = 2000;
+constexpr milliseconds wake_idle{2};
+constexpr std::uint32_t backlog_tasks = 10000;
+constexpr nanoseconds backlog_task_spin = microseconds{1};
+constexpr int backlog_samples = 20;
+constexpr std::uint32_t backlog_settle_tasks = 64;
+constexpr int main_fifo_priority = 10;  // the main thread's, during (c) only
+constexpr milliseconds switch_pause{10};
+constexpr unsigned threads_per_executor = 2;
+
+constexpr int throughput_priority = 10;
+constexpr int wake_priority = 90;
+constexpr int low_priority = 1;
+constexpr int urgent_priority = urt::priority_max;
+
+std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<nanoseconds>(clock_type::now().time_since_epoch()).count();
+}
+
+void spin_for(nanoseconds d) noexcept {
+  const auto end = clock_type::now() + d;
+  while (clock_type::now() < end) {
+  }
+}
+
+// The main thread waits with a bare futex: it blocks at once, where
+// std::atomic::wait first spins and yields for a while, holding a CPU that
+// one of only two workers may need. The setter always issues the wake.
+static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
+              std::atomic<std::uint32_t>::is_always_lock_free);
+
+/// Blocks until `flag` is non-zero.
+void wait_set(std::atomic<std::uint32_t>& flag) noexcept {
+  while (flag.load(std::memory_order_acquire) == 0) {
+    syscall(SYS_futex, static_cast<void*>(&flag), FUTEX_WAIT_PRIVATE, 0u, nullptr, nullptr, 0);
+  }
+}
+
+void raise(std::atomic<std::uint32_t>& flag) noexcept {
+  flag.store(1, std::memory_order_release);
+  syscall(SYS_futex, static_cast<void*>(&flag), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+/// Runs the calling thread at SCHED_FIFO `priority` (0: back to SCHED_OTHER).
+/// Returns false when the OS refuses.
+bool set_main_fifo(int priority) noexcept {
+  sched_param param{};
+  param.sched_priority = priority;
+  return pthread_setschedparam(pthread_self(), priority > 0 ? SCHED_FIFO : SCHED_OTHER, &param) ==
+         0;
+}
+
+// Shared state of the workloads. Global: it outlives every executor, so a
+// late store or notify from a worker is harmless.
+
+/// (a): every task bumps `ran`; the one that completes the batch raises `done`.
+struct batch_state {
+  alignas(64) std::atomic<std::uint32_t> ran{0};
+  alignas(64) std::atomic<std::uint32_t> done{0};
+  std::uint32_t size = 0;  // written before the batch's spawns publish it
+
+  void reset(std::uint32_t n) noexcept {
+    size = n;
+    ran.store(0, std::memory_order_relaxed);
+    done.store(0, std::memory_order_relaxed);
+  }
+  void hit() noexcept {
+    if (ran.fetch_add(1, std::memory_order_acq_rel) + 1 == size) raise(done);
+  }
+} g_batch;
+
+/// Holds every worker of an executor inside one blocker task each.
+struct gate_state {
+  alignas(64) std::atomic<std::uint32_t> closed{0};
+  alignas(64) std::atomic<unsigned> holding{0};
+  alignas(64) std::atomic<unsigned> released{0};
+
+  void close() noexcept {
+    holding.store(0, std::memory_order_relaxed);
+    released.store(0, std::memory_order_relaxed);
+    closed.store(1, std::memory_order_release);
+  }
+  /// The blocker's body. It blocks on a futex rather than spinning or
+  /// yielding: the main thread needs a CPU meanwhile, and under EEVDF every
+  /// sched_yield pushes the caller's deadline a slice further, so a thread
+  /// that yielded for milliseconds would then wait milliseconds for its CPU
+  /// behind any other runnable thread there.
+  void hold() noexcept {
+    holding.fetch_add(1, std::memory_order_acq_rel);
+    while (closed.load(std::memory_order_acquire) != 0) {
+      syscall(SYS_futex, static_cast<void*>(&closed), FUTEX_WAIT_PRIVATE, 1u, nullptr, nullptr, 0);
+    }
+    released.fetch_add(1, std::memory_order_acq_rel);
+  }
+  /// True once `n` blockers run at the same time (false after 2 s).
+  [[nodiscard]] bool all_holding(unsigned n) const noexcept {
+    const auto deadline = clock_type::now() + std::chrono::seconds{2};
+    while (holding.load(std::memory_order_acquire) < n) {
+      if (clock_type::now() >= deadline) return false;
+      std::this_thread::sleep_for(microseconds{20});
+    }
+    return true;
+  }
+  void open() noexcept {
+    closed.store(0, std::memory_order_release);
+    syscall(SYS_futex, static_cast<void*>(&closed), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr,
+            0);
+  }
+  void wait_released(unsigned n) const noexcept {
+    while (released.load(std::memory_order_acquire) < n) std::this_thread::yield();
+  }
+} g_gate;
+
+/// (b): the posted task's entry time and the CPU it ran on.
+struct wake_state {
+  alignas(64) std::atomic<std::int64_t> t1{0};
+  std::atomic<int> cpu{-1};
+  std::atomic<std::uint32_t> done{0};
+} g_wake;
+
+/// (c): the backlog's progress and the urgent task's entry.
+struct backlog_state {
+  alignas(64) std::atomic<std::uint32_t> low_done{0};
+  alignas(64) std::atomic<unsigned> threads_running{0};  // distinct threads that ran a low task
+  std::atomic<std::uint32_t> sample{0};                   // the sample's number
+  alignas(64) std::atomic<std::uint32_t> settled{0};
+  std::atomic<std::uint32_t> all_low_done{0};
+  alignas(64) std::atomic<std::int64_t> t1{0};
+  std::atomic<std::uint32_t> low_done_at_start{0};
+  std::atomic<std::uint32_t> urgent_done{0};
+
+  void reset() noexcept {
+    sample.fetch_add(1, std::memory_order_relaxed);
+    low_done.store(0, std::memory_order_relaxed);
+    threads_running.store(0, std::memory_order_relaxed);
+    settled.store(0, std::memory_order_relaxed);
+    all_low_done.store(0, std::memory_order_relaxed);
+    urgent_done.store(0, std::memory_order_relaxed);
+  }
+  void low() noexcept {
+    thread_local std::uint32_t seen_sample = 0;
+    const std::uint32_t current = sample.load(std::memory_order_relaxed);
+    if (seen_sample != current) {
+      seen_sample = current;
+      threads_running.fetch_add(1, std::memory_order_relaxed);
+    }
+    spin_for(backlog_task_spin);
+    const std::uint32_t done = low_done.fetch_add(1, std::memory_order_acq_rel) + 1;
+    // Settled: every thread is running low tasks (so each has been through
+    // a scheduling point since the backlog was queued) and a few have run.
+    if (done >= backlog_settle_tasks && settled.load(std::memory_order_relaxed) == 0 &&
+        threads_running.load(std::memory_order_relaxed) >= threads_per_executor &&
+        settled.exchange(1, std::memory_order_acq_rel) == 0) {
+      raise(settled);
+    }
+    if (done == backlog_tasks) raise(all_low_done);
+  }
+  void urgent() noexcept {
+    t1.store(now_ns(), std::memory_order_relaxed);
+    low_done_at_start.store(low_done.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    raise(urgent_done);
+  }
+} g_backlog;
+
+// ---------------------------------------------------------------------------
+// The executors. Each offers: post (a), post_wake (b), hold (blocker `i` of
+// the throughput/wake pool), hold_low (blocker `i` where the backlog runs),
+// post_low and post_urgent (c).
+
+class urt_executor {
+ public:
+  static constexpr const char* name = "urt";
+
+  urt_executor() : rt_(make_options()) {}
+  ~urt_executor() { rt_.stop(); }
+  urt_executor(const urt_executor&) = delete;
+  urt_executor& operator=(const urt_executor&) = delete;
+
+  template <class F>
+  void post(F&& f) {
+    rt_.spawn(urt::task_spec{.priority = throughput_priority}, std::forward<F>(f));
+  }
+  template <class F>
+  void post_wake(F&& f) {
+    rt_.spawn(urt::task_spec{.priority = wake_priority}, std::forward<F>(f));
+  }
+  template <class F>
+  void post_at(int priority, F&& f) {
+    rt_.spawn(urt::task_spec{.priority = priority}, std::forward<F>(f));
+  }
+  // urt does not steal work: a blocker per worker needs an affinity.
+  template <class F>
+  void hold(unsigned i, F&& f) {
+    rt_.spawn(urt::task_spec{.priority = urt::priority_max, .affinity = urt::worker_set{i}},
+              std::forward<F>(f));
+  }
+  template <class F>
+  void hold_low(unsigned i, F&& f) {
+    rt_.spawn(urt::task_spec{.priority = low_priority, .affinity = urt::worker_set{i}},
+              std::forward<F>(f));
+  }
+  template <class F>
+  void post_low(F&& f) {
+    rt_.spawn(urt::task_spec{.priority = low_priority}, std::forward<F>(f));
+  }
+  template <class F>
+  void post_urgent(F&& f) {
+    rt_.spawn(urt::task_spec{.priority = urgent_priority}, std::forward<F>(f));
+  }
+
+  [[nodiscard]] urt::worker_stats totals() const { return rt_.stats().total(); }
+
+ private:
+  static urt::runtime_options make_options() {
+    urt::runtime_options o;
+    o.cpus = "0-1";
+    o.idle_spin = microseconds{50};
+    return o;
+  }
+  urt::runtime rt_;
+};
+
+class asio_executor {
+ public:
+  static constexpr const char* name = "asio";
+
+  asio_executor() = default;
+  ~asio_executor() { pool_.join(); }
+  asio_executor(const asio_executor&) = delete;
+  asio_executor& operator=(const asio_executor&) = delete;
+
+  template <class F>
+  void post(F&& f) {
+    asio::post(pool_, std::forward<F>(f));
+  }
+  template <class F>
+  void post_wake(F&& f) {
+    post(std::forward<F>(f));
+  }
+  template <class F>
+  void hold(unsigned /*i*/, F&& f) {
+    post(std::forward<F>(f));
+  }
+  template <class F>
+  void hold_low(unsigned /*i*/, F&& f) {
+    post(std::forward<F>(f));
+  }
+  template <class F>
+  void post_low(F&& f) {
+    post(std::forward<F>(f));
+  }
+  template <class F>
+  void post_urgent(F&& f) {
+    post(std::forward<F>(f));
+  }
+
+ private:
+  asio::thread_pool pool_{threads_per_executor};
+};
+
+class tbb_executor {
+ public:
+  static constexpr const char* name = "oneTBB";
+
+  tbb_executor() {
+    normal_.initialize();
+    low_.initialize();
+    high_.initialize();
+  }
+  ~tbb_executor() {
+    normal_.terminate();
+    low_.terminate();
+    high_.terminate();
+  }
+  tbb_executor(const tbb_executor&) = delete;
+  tbb_executor& operator=(const tbb_executor&) = delete;
+
+  template <class F>
+  void post(F&& f) {
+    normal_.enqueue(std::forward<F>(f));
+  }
+  template <class F>
+  void post_wake(F&& f) {
+    normal_.enqueue(std::forward<F>(f));
+  }
+  template <class F>
+  void hold(unsigned /*i*/, F&& f) {
+    normal_.enqueue(std::forward<F>(f));
+  }
+  template <class F>
+  void hold_low(unsigned /*i*/, F&& f) {
+    low_.enqueue(std::forward<F>(f));
+  }
+  template <class F>
+  void post_low(F&& f) {
+    low_.enqueue(std::forward<F>(f));
+  }
+  template <class F>
+  void post_urgent(F&& f) {
+    high_.enqueue(std::forward<F>(f));
+  }
+
+ private:
+  static constexpr int slots = static_cast<int>(threads_per_executor);
+  // Declared first: it must outlive the arenas. The main thread + 2 workers.
+  tbb::global_control parallelism_{tbb::global_control::max_allowed_parallelism,
+                                   threads_per_executor + 1};
+  tbb::task_arena normal_{slots, 0, tbb::task_arena::priority::normal};
+  tbb::task_arena low_{slots, 0, tbb::task_arena::priority::low};
+  tbb::task_arena high_{slots, 0, tbb::task_arena::priority::high};
+};
+
+// ---------------------------------------------------------------------------
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// Nearest-rank percentile (p in 0..100).
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<std::size_t>(
+      std::max(1.0, static_cast<double>(v.size()) * p / 100.0 + 0.999999));
+  return v[std::min(rank, v.size()) - 1];
+}
+
+double max_of(const std::vector<double>& v) {
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
+
+[[noreturn]] void fail(const char* executor, const char* what) {
+  std::fprintf(stderr, "urt-peers: %s: %s\n", executor, what);
+  std::exit(1);
+}
+
+/// Holds both threads of `ex` (through `hold`), checking that both blockers
+/// run at once; `queue` runs while they are held. Returns after opening.
+template <class Ex, class Hold, class Queue>
+void while_held(Ex& ex, Hold&& hold, Queue&& queue) {
+  g_gate.close();
+  for (unsigned i = 0; i < threads_per_executor; ++i) hold(ex, i);
+  if (!g_gate.all_holding(threads_per_executor)) {
+    fail(Ex::name, "its two blocker tasks never ran at the same time (fewer than 2 threads?)");
+  }
+  queue();
+  g_gate.open();
+}
+
+// (a) -----------------------------------------------------------------------
+
+template <class Ex>
+void post_batch(Ex& ex) {
+  for (std::uint32_t i = 0; i < throughput_tasks; ++i) ex.post([] { g_batch.hit(); });
+}
+
+/// Two untimed batches queued behind blockers (the first grows the pools to
+/// the batch's high-water mark), then one plain batch. Returns the posting
+/// cost per task of the second held batch: the producer's side alone, no
+/// consumer touching the queues meanwhile.
+template <class Ex>
+double throughput_warm_up(Ex& ex) {
+  std::chrono::duration<double, std::nano> posting{};
+  for (int round = 0; round < 2; ++round) {  // the first grows the pools
+    g_batch.reset(throughput_tasks);
+    while_held(
+        ex, [](Ex& e, unsigned i) { e.hold(i, [] { g_gate.hold(); }); },
+        [&] {
+          const auto t0 = clock_type::now();
+          post_batch(ex);
+          posting = clock_type::now() - t0;
+        });
+    wait_set(g_batch.done);
+    g_gate.wait_released(threads_per_executor);
+  }
+  g_batch.reset(throughput_tasks);
+  post_batch(ex);
+  wait_set(g_batch.done);
+  return posting.count() / throughput_tasks;
+}
+
+/// urt only: the posting cost per task of a held batch at `priority` (the
+/// blockers run at 99), to show how the spawn cost depends on the priority.
+double urt_held_posting_ns(urt_executor& ex, int priority) {
+  g_batch.reset(throughput_tasks);
+  std::chrono::duration<double, std::nano> posting{};
+  while_held(
+      ex, [](urt_executor& e, unsigned i) { e.hold(i, [] { g_gate.hold(); }); },
+      [&] {
+        const auto t0 = clock_type::now();
+        for (std::uint32_t i = 0; i < throughput_tasks; ++i) {
+          ex.post_at(priority, [] { g_batch.hit(); });
+        }
+        posting = clock_type::now() - t0;
+      });
+  wait_set(g_batch.done);
+  g_gate.wait_released(threads_per_executor);
+  return posting.count() / throughput_tasks;
+}
+
+/// CPU time the calling thread has used.
+nanoseconds thread_cpu_time() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds{ts.tv_sec} + nanoseconds{ts.tv_nsec};
+}
+
+struct throughput_result {
+  double tasks_per_s = 0;
+  double post_wall_ns = 0;  // per task: wall time of the posting loop
+  double post_cpu_ns = 0;   // per task: the main thread's CPU time in it
+};
+
+template <class Ex>
+throughput_result throughput_run(Ex& ex) {
+  std::this_thread::sleep_for(switch_pause);
+  g_batch.reset(throughput_tasks);
+  const nanoseconds cpu0 = thread_cpu_time();
+  const auto t0 = clock_type::now();
+  post_batch(ex);
+  const auto posted = clock_type::now();
+  const nanoseconds cpu1 = thread_cpu_time();
+  wait_set(g_batch.done);
+  const std::chrono::duration<double> took = clock_type::now() - t0;
+  const std::chrono::duration<double, std::nano> posting = posted - t0;
+  return {throughput_tasks / took.count(), posting.count() / throughput_tasks,
+          static_cast<double>((cpu1 - cpu0).count()) / throughput_tasks};
+}
+
+// (b) -----------------------------------------------------------------------
+
+struct wake_result {
+  double latency_us = 0;
+  bool same_cpu = false;  // the task ran on the CPU the posting thread was on
+};
+
+template <class Ex>
+wake_result wake_sample(Ex& ex) {
+  std::this_thread::sleep_for(wake_idle);
+  g_wake.done.store(0, std::memory_order_relaxed);
+  const int post_cpu = sched_getcpu();
+  const std::int64_t t0 = now_ns();
+  ex.post_wake([] {
+    g_wake.t1.store(now_ns(), std::memory_order_relaxed);
+    g_wake.cpu.store(sched_getcpu(), std::memory_order_relaxed);
+    raise(g_wake.done);
+  });
+  wait_set(g_wake.done);
+  return {static_cast<double>(g_wake.t1.load(std::memory_order_relaxed) - t0) / 1e3,
+          g_wake.cpu.load(std::memory_order_relaxed) == post_cpu};
+}
+
+// (c) -----------------------------------------------------------------------
+
+struct backlog_sample {
+  double latency_us = 0;
+  double low_run_between = 0;  // low tasks finished between the post and the start
+  double low_left_at_post = 0;  // low tasks not yet finished when it was posted
+  double settle_us = 0;         // from the gate's opening to the urgent post
+};
+
+template <class Ex>
+backlog_sample backlog_once(Ex& ex) {
+  std::this_thread::sleep_for(switch_pause);
+  g_backlog.reset();
+  while_held(
+      ex, [](Ex& e, unsigned i) { e.hold_low(i, [] { g_gate.hold(); }); },
+      [&] {
+        for (std::uint32_t i = 0; i < backlog_tasks; ++i) ex.post_low([] { g_backlog.low(); });
+      });
+  const std::int64_t opened = now_ns();
+  // Block until both threads run low tasks (the main thread runs at
+  // SCHED_FIFO here, so it gets a CPU back at once when woken).
+  wait_set(g_backlog.settled);
+  const std::uint32_t done_at_post = g_backlog.low_done.load(std::memory_order_relaxed);
+  const std::int64_t t0 = now_ns();
+  ex.post_urgent([] { g_backlog.urgent(); });
+  wait_set(g_backlog.all_low_done);
+  wait_set(g_backlog.urgent_done);
+  g_gate.wait_released(threads_per_executor);
+  backlog_sample s;
+  s.latency_us = static_cast<double>(g_backlog.t1.load(std::memory_order_relaxed) - t0) / 1e3;
+  s.low_run_between = static_cast<double>(
+      g_backlog.low_done_at_start.load(std::memory_order_relaxed) - done_at_post);
+  s.low_left_at_post = static_cast<double>(backlog_tasks - done_at_post);
+  s.settle_us = static_cast<double>(t0 - opened) / 1e3;
+  return s;
+}
+
+/// Threads of this process, besides the caller, not at SCHED_OTHER: none
+/// should be (an executor thread created while main ran SCHED_FIFO would
+/// have inherited it).
+int other_realtime_threads() {
+  const auto self = static_cast<pid_t>(syscall(SYS_gettid));
+  int n = 0;
+  if (DIR* dir = opendir("/proc/self/task")) {
+    while (const dirent* entry = readdir(dir)) {
+      const int tid = std::atoi(entry->d_name);
+      if (tid <= 0 || tid == self) continue;
+      const int policy = sched_getscheduler(tid);
+      if (policy >= 0 && policy != SCHED_OTHER) ++n;
+    }
+    closedir(dir);
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------
+
+struct results {
+  std::vector<double> throughput;  // tasks/s per run
+  std::vector<double> wake_us;
+  std::vector<double> wake_same_cpu_us;   // task ran on the poster's CPU
+  std::vector<double> wake_other_cpu_us;  // task ran on the other CPU
+  double post_held_ns = 0;                // (a) post cost per task, workers held
+  std::vector<double> post_wall_ns;       // (a) timed runs: posting loop, per task
+  std::vector<double> post_cpu_ns;        // (a) timed runs: main's CPU in it, per task
+  std::vector<double> urgent_us;
+  std::vector<double> low_between;
+  std::vector<double> low_left;
+  std::vector<double> settle_us;
+};
+
+std::string fixed(double v, int decimals) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", decimals, v);
+  return text;
+}
+
+std::string ratio_text(double num, double den) {
+  if (den <= 0) return "n/a";
+  const double r = num / den;
+  char text[32];
+  if (r != 0 && r < 0.01) {
+    std::snprintf(text, sizeof text, "%.2e", r);
+  } else {
+    std::snprintf(text, sizeof text, "%.3f", r);
+  }
+  return text;
+}
+
+void row(const char* label, double u, double a, double t, int decimals) {
+  std::printf("%-32s %10s %10s %10s %10s %11s\n", label, fixed(u, decimals).c_str(),
+              fixed(a, decimals).c_str(), fixed(t, decimals).c_str(), ratio_text(u, a).c_str(),
+              ratio_text(u, t).c_str());
+}
+
+const char* yes_no(bool b) { return b ? "yes" : "no"; }
+
+}  // namespace
+
+int main() {
+  urt_executor urt_ex;
+  asio_executor asio_ex;
+  tbb_executor tbb_ex;
+  results ru;
+  results ra;
+  results rt;
+
+  // (a) ---------------------------------------------------------------------
+  ru.post_held_ns = throughput_warm_up(urt_ex);
+  ra.post_held_ns = throughput_warm_up(asio_ex);
+  rt.post_held_ns = throughput_warm_up(tbb_ex);
+  const auto record_throughput = [](results& res, throughput_result r) {
+    res.throughput.push_back(r.tasks_per_s);
+    res.post_wall_ns.push_back(r.post_wall_ns);
+    res.post_cpu_ns.push_back(r.post_cpu_ns);
+  };
+  for (int r = 0; r < throughput_runs; ++r) {
+    record_throughput(ru, throughput_run(urt_ex));
+    record_throughput(ra, throughput_run(asio_ex));
+    record_throughput(rt, throughput_run(tbb_ex));
+  }
+  std::printf("(a) throughput, %u empty tasks from one external thread, M tasks/s per run:\n",
+              throughput_tasks);
+  for (const auto& [name, res] :
+       {std::pair{"urt", &ru}, std::pair{"asio", &ra}, std::pair{"oneTBB", &rt}}) {
+    std::printf("    %-7s", name);
+    for (const double v : res->throughput) std::printf(" %7.3f", v / 1e6);
+    std::printf("\n");
+  }
+  std::printf(
+      "    posting, ns/task: workers held (producer alone) / timed runs' posting loop, median "
+      "wall / main thread's CPU in it (the rest: waiting for a CPU)\n");
+  for (const auto& [name, res] :
+       {std::pair{"urt", &ru}, std::pair{"asio", &ra}, std::pair{"oneTBB", &rt}}) {
+    std::printf("    %-7s %5.0f / %5.0f / %5.0f\n", name, res->post_held_ns,
+                median(res->post_wall_ns), median(res->post_cpu_ns));
+  }
+  std::printf("    urt posting alone by task priority (workers held at 99), best of 3, ns/task:");
+  for (const int p : {0, 1, throughput_priority, 50, 98}) {
+    double best = urt_held_posting_ns(urt_ex, p);
+    for (int k = 1; k < 3; ++k) best = std::min(best, urt_held_posting_ns(urt_ex, p));
+    std::printf(" p%d %.0f", p, best);
+  }
+  std::printf("\n");
+
+  // (b) ---------------------------------------------------------------------
+  const urt::worker_stats before_wake = urt_ex.totals();
+  const auto record_wake = [](results& res, wake_result w) {
+    res.wake_us.push_back(w.latency_us);
+    (w.same_cpu ? res.wake_same_cpu_us : res.wake_other_cpu_us).push_back(w.latency_us);
+  };
+  for (int i = 0; i < wake_samples; ++i) {
+    record_wake(ru, wake_sample(urt_ex));
+    record_wake(ra, wake_sample(asio_ex));
+    record_wake(rt, wake_sample(tbb_ex));
+  }
+  const urt::worker_stats after_wake = urt_ex.totals();
+  std::printf(
+      "(b) idle wake, %d samples after %lld ms idle: urt parked %llu times and was rung %llu "
+      "times during them\n",
+      wake_samples, static_cast<long long>(wake_idle.count()),
+      static_cast<unsigned long long>(after_wake.parks - before_wake.parks),
+      static_cast<unsigned long long>(after_wake.doorbells - before_wake.doorbells));
+  std::printf("    the task ran on the posting thread's CPU / on the other CPU: samples, p50 us\n");
+  for (const auto& [name, res] :
+       {std::pair{"urt", &ru}, std::pair{"asio", &ra}, std::pair{"oneTBB", &rt}}) {
+    std::printf("    %-7s same %5zu  %8.2f   other %5zu  %8.2f\n", name,
+                res->wake_same_cpu_us.size(), percentile(res->wake_same_cpu_us, 50),
+                res->wake_other_cpu_us.size(), percentile(res->wake_other_cpu_us, 50));
+  }
+
+  // (c) ---------------------------------------------------------------------
+  const bool main_fifo = set_main_fifo(main_fifo_priority);
+  if (!main_fifo) {
+    std::printf("(c) note: SCHED_FIFO refused for the main thread; it runs SCHED_OTHER and may "
+                "wake late, leaving fewer low tasks queued at the urgent post\n");
+  }
+  for (int i = 0; i < backlog_samples; ++i) {
+    for (auto [ex_res, s] : {std::pair{&ru, backlog_once(urt_ex)},
+                             std::pair{&ra, backlog_once(asio_ex)},
+                             std::pair{&rt, backlog_once(tbb_ex)}}) {
+      ex_res->urgent_us.push_back(s.latency_us);
+      ex_res->low_between.push_back(s.low_run_between);
+      ex_res->low_left.push_back(s.low_left_at_post);
+      ex_res->settle_us.push_back(s.settle_us);
+    }
+  }
+  if (main_fifo) set_main_fifo(0);
+  if (const int n = other_realtime_threads(); n != 0) {
+    std::printf("(c) warning: %d thread(s) besides main run a real-time policy\n", n);
+  }
+  std::printf(
+      "(c) urgent behind %u x 1-us low tasks, %d samples; medians of: low tasks unfinished at "
+      "the urgent post / low tasks finished between its post and its start / us from the "
+      "backlog's release to the urgent post\n",
+      backlog_tasks, backlog_samples);
+  for (const auto& [name, res] :
+       {std::pair{"urt", &ru}, std::pair{"asio", &ra}, std::pair{"oneTBB", &rt}}) {
+    const auto slowest = static_cast<std::size_t>(
+        std::max_element(res->urgent_us.begin(), res->urgent_us.end()) - res->urgent_us.begin());
+    std::printf("    %-7s %7.0f / %7.0f / %7.1f   slowest sample: %.1f us, %.0f low tasks "
+                "finished meanwhile\n",
+                name, median(res->low_left), median(res->low_between), median(res->settle_us),
+                res->urgent_us[slowest], res->low_between[slowest]);
+  }
+
+  // Summary -------------------------------------------------------------------
+  const double tp_u = median(ru.throughput) / 1e6;
+  const double tp_a = median(ra.throughput) / 1e6;
+  const double tp_t = median(rt.throughput) / 1e6;
+  const double w50_u = percentile(ru.wake_us, 50);
+  const double w50_a = percentile(ra.wake_us, 50);
+  const double w50_t = percentile(rt.wake_us, 50);
+  const double u50_u = percentile(ru.urgent_us, 50);
+  const double u50_a = percentile(ra.urgent_us, 50);
+  const double u50_t = percentile(rt.urgent_us, 50);
+
+  std::printf("\n%-32s %10s %10s %10s %10s %11s\n", "workload", "urt", "asio", "oneTBB",
+              "urt/asio", "urt/oneTBB");
+  row("throughput (M tasks/s)", tp_u, tp_a, tp_t, 3);
+  row("idle wake p50 (us)", w50_u, w50_a, w50_t, 2);
+  row("idle wake p99 (us)", percentile(ru.wake_us, 99), percentile(ra.wake_us, 99),
+      percentile(rt.wake_us, 99), 2);
+  row("urgent behind 10k p50 (us)", u50_u, u50_a, u50_t, 2);
+  row("urgent behind 10k max (us)", max_of(ru.urgent_us), max_of(ra.urgent_us),
+      max_of(rt.urgent_us), 2);
+  std::printf("(throughput: higher is better; latencies: lower is better)\n\n");
+
+  std::printf("throughput >= 2x both peers: %s\n", yes_no(tp_u >= 2 * tp_a && tp_u >= 2 * tp_t));
+  std::printf("idle wake p50 no worse than oneTBB: %s\n", yes_no(w50_u <= w50_t));
+  std::printf("urgent-behind-10k p50 no worse than oneTBB high-priority arena: %s\n",
+              yes_no(u50_u <= u50_t));
+  std::printf("urgent-behind-10k p50 at least 1000x better than asio: %s\n",
+              yes_no(u50_u * 1000 <= u50_a));
+  return 0;
+}
