@@ -209,6 +209,22 @@ unsigned cpupri::pick(const group& g, const std::uint64_t* bits, unsigned rotati
   return none;  // unreachable: the caller saw a set bit
 }
 
+unsigned cpupri::preference_order(unsigned home, unsigned* out) const noexcept {
+  // The home LLC, the other LLCs of its NUMA node, then the rest; each
+  // part in LLC order starting after the home LLC.
+  const auto groups = static_cast<unsigned>(groups_.size());
+  const unsigned numa = groups_[home].numa;
+  unsigned n = 0;
+  out[n++] = home;
+  for (unsigned pass = 0; pass < 2; ++pass) {
+    for (unsigned k = 1; k < groups; ++k) {
+      const unsigned gi = (home + k) % groups;
+      if ((groups_[gi].numa == numa) == (pass == 0)) out[n++] = gi;
+    }
+  }
+  return n;
+}
+
 unsigned cpupri::find(priority_t priority, const worker_set* affinity, unsigned from,
                       unsigned last, unsigned rotation) const noexcept {
   if (!is_valid_priority(priority)) return none;
@@ -220,10 +236,11 @@ unsigned cpupri::find(priority_t priority, const worker_set* affinity, unsigned 
   // The caller's LLC comes first; an outside thread starts at a rotating one.
   const unsigned home = from < n ? workers_[from].llc : rotation % groups;
   const group& home_group = groups_[home];
-  const unsigned home_numa = home_group.numa;
   // Bit of `from` in the home group's bitmap, if it is allowed there.
   const bool check_from = from < n && (affinity == nullptr || affinity->contains(from));
   const unsigned from_bit = check_from ? from - home_group.workers.first : 0;
+  unsigned order[max_workers];
+  const unsigned count = preference_order(home, order);
   std::uint64_t bits[worker_set::words];
   for (int slot = 0; slot < slot_of(priority); ++slot) {  // strictly lower levels only
     if (check_last && member(slot, last)) return last;
@@ -231,16 +248,9 @@ unsigned cpupri::find(priority_t priority, const worker_set* affinity, unsigned 
       if (check_from && ((bits[from_bit / 64] >> (from_bit % 64)) & 1) != 0) return from;
       return pick(home_group, bits, rotation);
     }
-    if (groups == 1) continue;
-    // Then the other LLCs of the caller's NUMA node, then the rest, each
-    // pass in LLC order starting after the home LLC.
-    for (unsigned pass = 0; pass < 2; ++pass) {
-      for (unsigned k = 1; k < groups; ++k) {
-        const group& g = groups_[(home + k) % groups];
-        if ((g.numa == home_numa) == (pass == 0) && group_bits(slot, g, affinity, bits)) {
-          return pick(g, bits, rotation);
-        }
-      }
+    for (unsigned i = 1; i < count; ++i) {
+      const group& g = groups_[order[i]];
+      if (group_bits(slot, g, affinity, bits)) return pick(g, bits, rotation);
     }
   }
   return none;
@@ -274,7 +284,6 @@ unsigned cpupri::find_bytes(priority_t priority, const worker_set* affinity, uns
   };
   const auto groups = static_cast<unsigned>(groups_.size());
   const unsigned home = from < n ? workers_[from].llc : rotation % groups;
-  const unsigned home_numa = groups_[home].numa;
   // The lowest candidate value in a group, 0 when it has none.
   const auto group_min = [&](const group& g) {
     std::uint8_t best = 0;
@@ -301,42 +310,26 @@ unsigned cpupri::find_bytes(priority_t priority, const worker_set* affinity, uns
   // worker, since last and caller are then known not to be idle.
   if (check_last && value(last) == idle_value) return done(last);
   if (check_from && value(from) == idle_value) return done(from);
+  unsigned order[max_workers];
+  const unsigned count = preference_order(home, order);
   std::uint8_t mins[max_workers];
   std::uint8_t lowest = 0;
-  for (unsigned pass = 0; pass < 3; ++pass) {
-    for (unsigned k = 0; k < groups; ++k) {
-      const unsigned gi = (home + k) % groups;
-      const group& g = groups_[gi];
-      const bool wanted = pass == 0 ? gi == home
-                          : pass == 1 ? gi != home && g.numa == home_numa
-                                      : g.numa != home_numa;
-      if (!wanted) continue;
-      mins[gi] = group_min(g);
-      if (mins[gi] == idle_value) {
-        const unsigned w = pick_at(g, idle_value);
-        if (w != none) return done(w);
-      }
-      if (mins[gi] != 0 && (lowest == 0 || mins[gi] < lowest)) lowest = mins[gi];
-      if (pass == 0) break;
+  for (unsigned i = 0; i < count; ++i) {
+    const group& g = groups_[order[i]];
+    const std::uint8_t m = mins[i] = group_min(g);
+    if (m == idle_value) {
+      const unsigned w = pick_at(g, idle_value);
+      if (w != none) return done(w);
     }
+    if (m != 0 && (lowest == 0 || m < lowest)) lowest = m;
   }
   if (lowest == 0) return done(none);
   if (check_last && value(last) == lowest) return done(last);
   if (check_from && value(from) == lowest) return done(from);
-  // Home LLC, the other LLCs of its NUMA node, then the rest.
-  for (unsigned pass = 0; pass < 3; ++pass) {
-    for (unsigned k = 0; k < groups; ++k) {
-      const unsigned gi = (home + k) % groups;
-      const group& g = groups_[gi];
-      const bool wanted = pass == 0 ? gi == home
-                          : pass == 1 ? gi != home && g.numa == home_numa
-                                      : g.numa != home_numa;
-      if (wanted && mins[gi] == lowest) {
-        const unsigned w = pick_at(g, lowest);
-        if (w != none) return done(w);  // none: it changed meanwhile; try on
-      }
-      if (pass == 0) break;
-    }
+  for (unsigned i = 0; i < count; ++i) {
+    if (mins[i] != lowest) continue;
+    const unsigned w = pick_at(groups_[order[i]], lowest);
+    if (w != none) return done(w);  // none: it changed meanwhile; try on
   }
   return done(none);
 }

@@ -127,6 +127,8 @@ class cpupri {
                                          const worker_set* affinity) const noexcept;
   [[nodiscard]] unsigned pick(const group& g, const std::uint64_t* bits,
                               unsigned rotation) const noexcept;
+  // Fills out[] with every group index in preference order from `home`.
+  unsigned preference_order(unsigned home, unsigned* out) const noexcept;
   [[nodiscard]] unsigned find_bytes(priority_t priority, const worker_set* affinity, unsigned from,
                                     unsigned last, unsigned rotation) const noexcept;
   [[nodiscard]] std::atomic<std::uint8_t>& value_byte(unsigned worker) const noexcept;

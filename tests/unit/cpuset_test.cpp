@@ -7,17 +7,9 @@
 
 #include "urt/cpuset.hpp"
 
-namespace {
-template <class Fn>
-std::string message_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no exception>";
-}
-}  // namespace
+#include "../test_util.hpp"
+
+using urt_test::message_of;
 
 TEST_CASE("cpuset: parse_cpulist accepts ranges, singletons, duplicates, any order") {
   CHECK(urt::parse_cpulist("0-3,8", "f") == std::vector<unsigned>{0, 1, 2, 3, 8});

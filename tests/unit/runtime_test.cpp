@@ -19,6 +19,10 @@
 
 #include "urt/urt.hpp"
 
+#include "../test_util.hpp"
+
+using urt_test::message_of;
+
 namespace {
 
 // A runtime of `n` workers on a synthetic topology (no real binding), so the
@@ -56,15 +60,6 @@ class signal {
   std::atomic<bool> up_{false};
 };
 
-template <class Fn>
-std::string message_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no exception>";
-}
 
 }  // namespace
 

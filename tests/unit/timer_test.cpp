@@ -16,6 +16,10 @@
 #include "timer_queue.hpp"
 #include "urt/urt.hpp"
 
+#include "../test_util.hpp"
+
+using urt_test::message_of;
+
 using namespace std::chrono_literals;
 
 namespace {
@@ -28,15 +32,6 @@ urt::runtime_options one_worker(std::chrono::nanoseconds timer_spin = 0ns) {
   return o;
 }
 
-template <class Fn>
-std::string message_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "<no exception>";
-}
 
 }  // namespace
 
