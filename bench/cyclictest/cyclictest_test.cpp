@@ -1,0 +1,696 @@
+// Tests of urt-cyclictest: option parsing (every bad flag rejected, naming
+// the flag and the value), the cyclictest histogram and JSON formats,
+// percentile math, and short real runs of the binary. No assertion is about
+// a latency value or a duration.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "options.hpp"
+#include "report.hpp"
+#include "stats.hpp"
+
+#ifndef URT_CYCLICTEST_PATH
+#error "URT_CYCLICTEST_PATH must name the urt-cyclictest binary"
+#endif
+
+using namespace urt_cyclictest;
+
+namespace {
+
+parse_result parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "urt-cyclictest");
+  return parse_options(args);
+}
+
+// --- a minimal JSON reader: enough to check the output parses and read it ---
+struct json;
+using json_object = std::map<std::string, json>;
+using json_array = std::vector<json>;
+struct json {
+  std::variant<std::nullptr_t, bool, double, std::string, json_array, json_object> v;
+  [[nodiscard]] const json& operator[](const std::string& key) const {
+    const auto& o = std::get<json_object>(v);
+    const auto it = o.find(key);
+    if (it == o.end()) throw std::out_of_range("no key " + key);
+    return it->second;
+  }
+  [[nodiscard]] bool has(const std::string& key) const {
+    return std::get<json_object>(v).count(key) != 0;
+  }
+  [[nodiscard]] double num() const { return std::get<double>(v); }
+  [[nodiscard]] const std::string& str() const { return std::get<std::string>(v); }
+  [[nodiscard]] const json_object& obj() const { return std::get<json_object>(v); }
+};
+
+class json_reader {
+ public:
+  explicit json_reader(std::string text) : s_(std::move(text)) {}
+  json parse() {
+    json j = value();
+    ws();
+    if (i_ != s_.size()) fail("trailing text");
+    return j;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const {
+    throw std::runtime_error("JSON: " + why + " at offset " + std::to_string(i_));
+  }
+  void ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r'))
+      ++i_;
+  }
+  void expect(char c) {
+    ws();
+    if (i_ >= s_.size() || s_[i_] != c) fail(std::string("expected '") + c + "'");
+    ++i_;
+  }
+  bool peek(char c) {
+    ws();
+    return i_ < s_.size() && s_[i_] == c;
+  }
+  std::string string() {
+    expect('"');
+    std::string out;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      char c = s_[i_++];
+      if (c == '\\') {
+        if (i_ >= s_.size()) fail("bad escape");
+        c = s_[i_++];
+        switch (c) {
+          case 'n':
+            out += '\n';
+            break;
+          case 't':
+            out += '\t';
+            break;
+          case 'r':
+            out += '\r';
+            break;
+          case 'u':
+            out += '?';
+            i_ += 4;
+            break;
+          default:
+            out += c;
+        }
+      } else {
+        if (static_cast<unsigned char>(c) < 0x20) fail("control character in string");
+        out += c;
+      }
+    }
+    expect('"');
+    return out;
+  }
+  json value() {
+    ws();
+    if (i_ >= s_.size()) fail("unexpected end");
+    const char c = s_[i_];
+    if (c == '{') {
+      ++i_;
+      json_object o;
+      if (!peek('}')) {
+        do {
+          std::string k = string();
+          expect(':');
+          if (o.count(k) != 0) fail("duplicate key " + k);
+          o.emplace(std::move(k), value());
+        } while (peek(',') && (++i_, true));
+      }
+      expect('}');
+      return json{std::move(o)};
+    }
+    if (c == '[') {
+      ++i_;
+      json_array a;
+      if (!peek(']')) {
+        do {
+          a.push_back(value());
+        } while (peek(',') && (++i_, true));
+      }
+      expect(']');
+      return json{std::move(a)};
+    }
+    if (c == '"') return json{string()};
+    if (s_.compare(i_, 4, "true") == 0) return i_ += 4, json{true};
+    if (s_.compare(i_, 5, "false") == 0) return i_ += 5, json{false};
+    if (s_.compare(i_, 4, "null") == 0) return i_ += 4, json{nullptr};
+    std::size_t used = 0;
+    double d = 0;
+    try {
+      d = std::stod(s_.substr(i_, 32), &used);
+    } catch (const std::exception&) {
+      fail("bad value");
+    }
+    i_ += used;
+    return json{d};
+  }
+  std::string s_;
+  std::size_t i_ = 0;
+};
+
+json parse_json(const std::string& text) { return json_reader(text).parse(); }
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+/// A unique temporary file name (the file is created empty); removed on scope exit.
+struct temp_file {
+  explicit temp_file(const char* tag) {
+    std::string pattern = (std::filesystem::temp_directory_path() /
+                           (std::string("urt-cyclictest-") + tag + "-XXXXXX"))
+                              .string();
+    const int fd = mkstemp(pattern.data());
+    REQUIRE(fd >= 0);
+    close(fd);
+    path = pattern;
+  }
+  ~temp_file() {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+  temp_file(const temp_file&) = delete;
+  temp_file& operator=(const temp_file&) = delete;
+  std::string path;
+};
+
+/// Runs the binary with `args` (a shell fragment); returns its exit status.
+int run_binary(const std::string& args, const std::string& out_path = "/dev/null",
+               const std::string& err_path = "/dev/null") {
+  const std::string cmd =
+      std::string("'") + URT_CYCLICTEST_PATH + "' " + args + " >" + out_path + " 2>" + err_path;
+  const int st = std::system(cmd.c_str());
+  REQUIRE(st != -1);
+  REQUIRE(WIFEXITED(st));
+  return WEXITSTATUS(st);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string line; std::getline(ss, line);) out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- options
+
+TEST_CASE("options: defaults are cyclictest's") {
+  const parse_result r = parse({});
+  REQUIRE(r.ok());
+  CHECK(r.opts.threads == 1);
+  CHECK(r.opts.priority == 0);
+  CHECK(r.opts.interval_us == 1000);
+  CHECK(r.opts.distance_us == 500);
+  CHECK(r.opts.loops == 0);
+  CHECK(r.opts.duration_s == 0);
+  CHECK_FALSE(r.opts.affinity);
+  CHECK_FALSE(r.opts.mlockall);
+  CHECK_FALSE(r.opts.quiet);
+  CHECK(r.opts.histogram_us == 0);
+  CHECK(r.opts.effective_policy() == urt::worker_policy::other);
+  CHECK(r.opts.runtime_options().lock_memory == urt::memory_lock::none);
+}
+
+TEST_CASE("options: cyclictest's flags in their spellings") {
+  parse_result r = parse({"-t", "2", "-p", "80", "-i", "200", "-d", "100", "-l", "5000", "-m", "-q",
+                          "-h", "400", "--histfile=/tmp/h", "--json=/tmp/j", "-D", "2m"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.threads == 2);
+  CHECK(r.opts.priority == 80);
+  CHECK(r.opts.interval_us == 200);
+  CHECK(r.opts.distance_us == 100);
+  CHECK(r.opts.loops == 5000);
+  CHECK(r.opts.mlockall);
+  CHECK(r.opts.quiet);
+  CHECK(r.opts.histogram_us == 400);
+  CHECK(r.opts.histfile == "/tmp/h");
+  CHECK(r.opts.json == "/tmp/j");
+  CHECK(r.opts.duration_s == 120);
+  // -p > 0 means SCHED_FIFO workers at that priority, as cyclictest's threads.
+  CHECK(r.opts.effective_policy() == urt::worker_policy::fifo);
+  CHECK(r.opts.effective_fifo_priority() == 80);
+  CHECK(r.opts.policy_implicit());
+  CHECK(r.opts.runtime_options().lock_memory == urt::memory_lock::all);
+  // With -h every thread runs at the same interval (cyclictest ignores -d).
+  CHECK(r.opts.interval_of(0) == 200);
+  CHECK(r.opts.interval_of(3) == 200);
+
+  r = parse({"--threads=3", "--priority=5", "--interval=300", "--distance=50", "--loops=7",
+             "--mlockall", "--quiet", "--duration=1h"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.threads == 3);
+  CHECK(r.opts.priority == 5);
+  CHECK(r.opts.interval_of(0) == 300);
+  CHECK(r.opts.interval_of(2) == 400);  // no -h: interval + n * distance
+  CHECK(r.opts.duration_s == 3600);
+
+  r = parse({"-t"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.threads == -1);  // one per worker
+  r = parse({"-t4"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.threads == 4);
+  r = parse({"-q", "-t", "-l", "3"});  // -t followed by an option: one per worker
+  REQUIRE(r.ok());
+  CHECK(r.opts.threads == -1);
+  CHECK(r.opts.loops == 3);
+
+  r = parse({"-a"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.affinity);
+  CHECK(r.opts.affinity_cpus.empty());
+  r = parse({"-a", "0-1", "-t"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.affinity_cpus == "0-1");
+  CHECK(r.opts.runtime_options().cpus == "0-1");
+  r = parse({"--affinity=1"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.affinity_cpus == "1");
+
+  for (const auto& [text, seconds] : std::vector<std::pair<std::string, std::uint64_t>>{
+           {"10", 10}, {"10s", 10}, {"3m", 180}, {"2h", 7200}, {"1d", 86400}, {"0", 0}}) {
+    CAPTURE(text);
+    CHECK(parse_duration(text) == seconds);
+  }
+}
+
+TEST_CASE("options: urt's own flags") {
+  parse_result r = parse({"--topology=synthetic:core:4 pu:1", "--timer-spin=50", "--idle-spin=0",
+                          "--policy=fifo", "--fifo-priority=70", "--load=2:10", "-p", "80"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.topology.kind == urt::topology_kind::synthetic);
+  CHECK(r.opts.topology.text == "core:4 pu:1");
+  const urt::runtime_options ro = r.opts.runtime_options();
+  CHECK(ro.timer_spin == std::chrono::microseconds{50});
+  CHECK(ro.idle_spin == std::chrono::nanoseconds{0});
+  CHECK(ro.policy == urt::worker_policy::fifo);
+  CHECK(ro.fifo_priority == 70);
+  CHECK_FALSE(r.opts.policy_implicit());
+  CHECK(r.opts.load_tasks == 2);
+  CHECK(r.opts.load_priority == 10);
+
+  r = parse({"--topology=xml:/tmp/t.xml", "--policy=other", "-p", "80"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.topology.kind == urt::topology_kind::xml);
+  CHECK(r.opts.runtime_options().policy == urt::worker_policy::other);
+  r = parse({"--policy=fifo"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.runtime_options().fifo_priority == 90);
+  // Without --idle-spin the runtime's default stays.
+  CHECK(parse({}).opts.runtime_options().idle_spin == urt::runtime_options{}.idle_spin);
+}
+
+TEST_CASE("options: every bad flag or value is rejected, naming the flag and the value") {
+  struct bad_case {
+    std::vector<std::string> args;
+    std::vector<std::string> mentions;
+  };
+  const std::vector<bad_case> cases = {
+      {{"--cpupri=global"}, {"--cpupri=global"}},  // not wired into the runtime yet
+      {{"--migration=push"}, {"--migration=push"}},
+      {{"--bogus"}, {"--bogus"}},
+      {{"-x"}, {"-x"}},
+      {{"-qz"}, {"-z"}},
+      {{"--quiet=1"}, {"--quiet=1"}},
+      {{"-i", "abc"}, {"--interval", "abc"}},
+      {{"-i", "-5"}, {"--interval", "-5"}},
+      {{"-i", "0"}, {"--interval", "'0'"}},
+      {{"-i", "1.5"}, {"--interval", "1.5"}},
+      {{"-i"}, {"--interval", "missing"}},
+      {{"--interval"}, {"--interval", "missing"}},
+      {{"-p", "100"}, {"--priority", "100"}},
+      {{"-p", "-1"}, {"--priority", "-1"}},
+      {{"-p", "high"}, {"--priority", "high"}},
+      {{"-t", "0"}, {"--threads", "'0'"}},
+      {{"--threads=abc"}, {"--threads", "abc"}},
+      {{"-t", "x"}, {"'x'"}},  // not a count: an unexpected argument
+      {{"-d", "-3"}, {"--distance", "-3"}},
+      {{"-l", "-1"}, {"--loops", "-1"}},
+      {{"-l", "ten"}, {"--loops", "ten"}},
+      {{"-D", "10x"}, {"--duration", "10x"}},
+      {{"-D", "m"}, {"--duration", "'m'"}},
+      {{"-D", "-1"}, {"--duration", "-1"}},
+      {{"-D", "10ms"}, {"--duration", "10ms"}},
+      {{"-h", "abc"}, {"--histogram", "abc"}},
+      {{"-h", "2000000"}, {"--histogram", "2000000"}},
+      {{"--histfile="}, {"--histfile"}},
+      {{"--json="}, {"--json"}},
+      {{"--json"}, {"--json", "missing"}},
+      {{"--topology=numa"}, {"--topology", "numa"}},
+      {{"--topology=synthetic:"}, {"--topology", "synthetic:"}},
+      {{"--topology=xml:"}, {"--topology", "xml:"}},
+      {{"--timer-spin=-1"}, {"--timer-spin", "-1"}},
+      {{"--timer-spin=5us"}, {"--timer-spin", "5us"}},
+      {{"--idle-spin=x"}, {"--idle-spin", "'x'"}},
+      {{"--policy=rr"}, {"--policy", "rr"}},
+      {{"--fifo-priority=0"}, {"--fifo-priority", "'0'"}},
+      {{"--fifo-priority=100"}, {"--fifo-priority", "100"}},
+      {{"--load=4"}, {"--load", "'4'", "colon"}},
+      {{"--load=a:b"}, {"--load", "a:b"}},
+      {{"--load=2:100"}, {"--load", "2:100"}},
+      {{"--load=:5"}, {"--load", ":5"}},
+      {{"-a", "0-1", "stray"}, {"stray"}},
+  };
+  for (const auto& c : cases) {
+    std::string joined;
+    for (const auto& a : c.args) joined += a + " ";
+    CAPTURE(joined);
+    const parse_result r = parse(c.args);
+    CHECK_FALSE(r.ok());
+    for (const auto& m : c.mentions) {
+      CAPTURE(m);
+      CAPTURE(r.error);
+      CHECK(r.error.find(m) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("options: runtime errors are rewritten to name the flag") {
+  const parse_result r = parse({"-a", "0-99999"});
+  REQUIRE(r.ok());
+  const std::string msg =
+      flag_error(r.opts, "runtime_options.cpus: cpulist \"0-99999\" names PU 99999");
+  CHECK(msg.find("-a/--affinity") != std::string::npos);
+  CHECK(msg.find("0-99999") != std::string::npos);
+  CHECK(msg.find("runtime_options.cpus") != std::string::npos);
+  const parse_result t = parse({"--topology=synthetic:garbage"});
+  REQUIRE(t.ok());
+  CHECK(flag_error(t.opts, "runtime_options.topology.synthetic: bad").find("--topology") !=
+        std::string::npos);
+  CHECK(flag_error(t.opts, "something else") == "something else");
+}
+
+// ---------------------------------------------------------------- stats
+
+TEST_CASE("stats: min/act/avg/max, histogram, overflows, as cyclictest counts them") {
+  latency_stats s(10, 3);
+  CHECK(s.cycles() == 0);
+  CHECK(s.min_us() == 0);
+  CHECK(s.avg_us() == 0.0);
+  for (const std::int64_t ns : {3999, 1000, 999, 12000, 9999, 25000, 15000, 11000}) s.record(ns);
+  CHECK(s.cycles() == 8);
+  CHECK(s.min_ns() == 999);
+  CHECK(s.min_us() == 0);
+  CHECK(s.max_ns() == 25000);
+  CHECK(s.max_us() == 25);
+  CHECK(s.act_us() == 11);
+  // cyclictest's avg: the mean of whole microseconds (3+1+0+12+9+25+15+11)/8.
+  CHECK(s.avg_us() == doctest::Approx(76.0 / 8));
+  CHECK(s.avg_ns() ==
+        doctest::Approx((3999.0 + 1000 + 999 + 12000 + 9999 + 25000 + 15000 + 11000) / 8));
+  const auto h = s.histogram();
+  REQUIRE(h.size() == 10);
+  CHECK(h[0] == 1);
+  CHECK(h[1] == 1);
+  CHECK(h[3] == 1);
+  CHECK(h[9] == 1);
+  CHECK(s.overflows() == 4);
+  // The first three overflowing cycle numbers are kept (cycles 3, 5, 6).
+  REQUIRE(s.overflow_cycles().size() == 3);
+  CHECK(s.overflow_cycles()[0] == 3);
+  CHECK(s.overflow_cycles()[1] == 5);
+  CHECK(s.overflow_cycles()[2] == 6);
+}
+
+TEST_CASE("stats: percentiles from the full histogram, overflows reported as the exact max") {
+  // 1000 samples: 500 at 10 us, 490 at 20 us, 9 at 30 us, 1 at 40 us.
+  std::vector<std::uint64_t> h(50, 0);
+  h[10] = 500;
+  h[20] = 490;
+  h[30] = 9;
+  h[40] = 1;
+  CHECK(percentile_us(h, 0, 40, 0.50) == 10);   // rank 500
+  CHECK(percentile_us(h, 0, 40, 0.501) == 20);  // rank 501
+  CHECK(percentile_us(h, 0, 40, 0.99) == 20);   // rank 990
+  CHECK(percentile_us(h, 0, 40, 0.991) == 30);  // rank 991
+  CHECK(percentile_us(h, 0, 40, 0.999) == 30);  // rank 999
+  CHECK(percentile_us(h, 0, 40, 1.0) == 40);    // rank 1000: the max
+  CHECK(percentile_us(h, 0, 40, 0.0) == 10);    // rank clamps to 1
+  // 100 samples 0..99 us: nearest rank, no off-by-one from 0.99 * 100.
+  std::vector<std::uint64_t> u(100, 1);
+  CHECK(percentile_us(u, 0, 99, 0.50) == 49);
+  CHECK(percentile_us(u, 0, 99, 0.99) == 98);
+  CHECK(percentile_us(u, 0, 99, 0.999) == 99);
+  // Ranks beyond the histogram land in the overflows: the exact max.
+  std::vector<std::uint64_t> small(10, 0);
+  small[5] = 98;
+  CHECK(percentile_us(small, 2, 1234, 0.98) == 5);
+  CHECK(percentile_us(small, 2, 1234, 0.99) == 1234);
+  CHECK(percentile_us(small, 2, 1234, 0.999) == 1234);
+  // Empty: 0.
+  CHECK(percentile_us(std::vector<std::uint64_t>(10, 0), 0, 0, 0.5) == 0);
+
+  latency_stats s(100);
+  for (int i = 0; i < 1000; ++i) s.record(i < 990 ? 7'500 : 500'000);  // 10 overflow at 500 us
+  CHECK(s.percentile_us(0.50) == 7);
+  CHECK(s.percentile_us(0.99) == 7);
+  CHECK(s.percentile_us(0.999) == 500);
+}
+
+// ---------------------------------------------------------------- report
+
+TEST_CASE("report: status and percentile lines in cyclictest's layout") {
+  latency_stats s(200);
+  for (const std::int64_t ns : {7000, 16000, 107000, 16500}) s.record(ns);
+  thread_report t{.index = 0, .tid = 1234, .priority = 80, .interval_us = 1000, .stats = &s};
+  CHECK(format_status_line(t) ==
+        "T: 0 ( 1234) P:80 I:1000 C:      4 Min:      7 Act:   16 Avg:   36 Max:     107");
+  CHECK(format_percentile_line(t) == "T: 0 p50: 16 p99: 107 p99.9: 107");
+}
+
+TEST_CASE("report: histogram in cyclictest's format") {
+  latency_stats a(5, 5);
+  latency_stats b(5, 5);
+  for (const std::int64_t ns : {1000, 1500, 3000, 9000}) a.record(ns);  // 9 us overflows
+  for (const std::int64_t ns : {4000, 4999}) b.record(ns);
+  const std::vector<thread_report> threads = {{.index = 0, .stats = &a}, {.index = 1, .stats = &b}};
+  const std::string text = format_histogram(threads, 5);
+  const auto lines = lines_of(text);
+  const std::vector<std::string> expected = {
+      "# Histogram",
+      "000000 000000\t000000",
+      "000001 000002\t000000",
+      "000002 000000\t000000",
+      "000003 000001\t000000",
+      "000004 000000\t000002",
+      "# Total: 000000003 000000002",
+      "# Min Latencies: 00001 00004",
+      "# Avg Latencies: 00003 00004",
+      "# Max Latencies: 00009 00004",
+      "# Histogram Overflows: 00001 00000",
+      "# Histogram Overflow at cycle number:",
+      "# Thread 0: 00003",
+      "# Thread 1:",
+  };
+  REQUIRE(lines.size() == expected.size() + 1);
+  for (std::size_t i = 0; i < expected.size(); ++i) CHECK(lines[i] == expected[i]);
+  CHECK(lines.back().empty());  // cyclictest ends the histogram with an empty line
+
+  // One thread: no tab; more overflows than kept cycle numbers: "# N others".
+  latency_stats c(2, 1);
+  for (const std::int64_t ns : {5000, 6000, 7000, 1000}) c.record(ns);
+  const auto one = lines_of(format_histogram({{.index = 0, .stats = &c}}, 2));
+  CHECK(one[1] == "000000 000000");
+  CHECK(one[2] == "000001 000001");
+  CHECK(one[3] == "# Total: 000000001");
+  CHECK(one[9] == "# Thread 0: 00000 # 00002 others");
+}
+
+TEST_CASE("report: JSON follows cyclictest's schema and its counts add up") {
+  latency_stats a(100);
+  latency_stats b(100);
+  for (int i = 0; i < 50; ++i) a.record(1000 * (i % 7) + 300);
+  for (int i = 0; i < 30; ++i) b.record(i == 29 ? 250'000 : 12'000);  // one overflow
+  const std::vector<thread_report> threads = {{.index = 0,
+                                               .tid = 11,
+                                               .priority = 80,
+                                               .interval_us = 1000,
+                                               .cpu = 0,
+                                               .node = 0,
+                                               .stats = &a},
+                                              {.index = 1,
+                                               .tid = 12,
+                                               .priority = 80,
+                                               .interval_us = 1000,
+                                               .cpu = 1,
+                                               .node = 0,
+                                               .stats = &b}};
+  json_header h;
+  h.cmdline = "urt-cyclictest -t 2 --json=\"x\"";
+  h.version = "0.1.0";
+  h.start_time = rfc2822_now();
+  h.end_time = rfc2822_now();
+  h.urt_object = "{\"policy\": \"other\"}";
+  const json j = parse_json(format_json(h, threads));
+  for (const char* key :
+       {"file_version", "cmdline:", "rt_test_version:", "start_time", "end_time", "return_code",
+        "sysinfo", "num_threads", "resolution_in_ns", "thread", "urt"}) {
+    CAPTURE(key);
+    CHECK(j.has(key));
+  }
+  CHECK(j["file_version"].num() == 1);
+  CHECK(j["cmdline:"].str() == h.cmdline);
+  CHECK(j["num_threads"].num() == 2);
+  CHECK(j["urt"]["policy"].str() == "other");
+  for (const char* key : {"sysname", "nodename", "release", "version", "machine", "realtime"}) {
+    CHECK(j["sysinfo"].has(key));
+  }
+  const std::vector<const latency_stats*> stats = {&a, &b};
+  for (std::size_t i = 0; i < 2; ++i) {
+    const json& t = j["thread"][std::to_string(i)];
+    for (const char* key : {"histogram", "cycles", "min", "max", "avg", "cpu", "node", "p50", "p99",
+                            "p99_9", "overflows"}) {
+      CAPTURE(key);
+      CHECK(t.has(key));
+    }
+    double sum = 0;
+    for (const auto& [bucket, count] : t["histogram"].obj()) {
+      CHECK(std::stoul(bucket) < 100);
+      CHECK(count.num() > 0);  // cyclictest lists only non-empty buckets
+      sum += count.num();
+    }
+    CHECK(sum + t["overflows"].num() == t["cycles"].num());
+    CHECK(t["cycles"].num() == static_cast<double>(stats[i]->cycles()));
+    CHECK(t["max"].num() == static_cast<double>(stats[i]->max_us()));
+    CHECK(t["p99_9"].num() == static_cast<double>(stats[i]->percentile_us(0.999)));
+  }
+  CHECK(j["thread"]["1"]["overflows"].num() == 1);
+  CHECK(j["thread"]["1"]["max"].num() == 250);
+}
+
+// ---------------------------------------------------------------- the binary
+
+TEST_CASE("binary: a bad flag exits 2 with the flag on stderr, --help exits 0") {
+  temp_file err("err");
+  CHECK(run_binary("--cpupri=global", "/dev/null", err.path) == 2);
+  const std::string text = slurp(err.path);
+  CHECK(text.find("--cpupri=global") != std::string::npos);
+  CHECK(text.find("Usage:") != std::string::npos);
+  CHECK(run_binary("-p 100") == 2);
+  CHECK(run_binary("-i abc") == 2);
+  CHECK(run_binary("--load=3") == 2);
+  CHECK(run_binary("-D 5x") == 2);
+  temp_file out("help");
+  CHECK(run_binary("--help", out.path) == 0);
+  CHECK(slurp(out.path).find("--interval") != std::string::npos);
+}
+
+TEST_CASE("binary: the runtime's own errors (cpulist, topology) exit 2 naming the flag") {
+  temp_file err("err");
+  CHECK(run_binary("-a 0-99999 -l 1 -q --policy=other", "/dev/null", err.path) == 2);
+  std::string text = slurp(err.path);
+  CAPTURE(text);
+  CHECK(text.find("-a/--affinity") != std::string::npos);
+  CHECK(text.find("0-99999") != std::string::npos);
+  CHECK(text.find("runtime_options.cpus") != std::string::npos);
+  CHECK(run_binary("'--topology=synthetic:no such thing' -l 1 -q", "/dev/null", err.path) == 2);
+  text = slurp(err.path);
+  CHECK(text.find("--topology") != std::string::npos);
+}
+
+TEST_CASE("binary: a short real run records exactly -l cycles per thread") {
+  temp_file json_out("json");
+  temp_file out("out");
+  REQUIRE(run_binary("-t 2 -i 1000 -l 100 -q --policy=other --json=" + json_out.path, out.path) ==
+          0);
+  const json j = parse_json(slurp(json_out.path));
+  REQUIRE(j["num_threads"].num() == 2);
+  for (const char* t : {"0", "1"}) {
+    CAPTURE(t);
+    const json& th = j["thread"][t];
+    CHECK(th["cycles"].num() == 100);
+    double sum = 0;
+    for (const auto& [bucket, count] : th["histogram"].obj()) sum += count.num();
+    CHECK(sum + th["overflows"].num() == 100);
+    CHECK(th["cpu"].num() >= 0);
+    CHECK(th["min"].num() <= th["p50"].num());
+    CHECK(th["p50"].num() <= th["p99"].num());
+    CHECK(th["p99"].num() <= th["p99_9"].num());
+    CHECK(th["p99_9"].num() <= th["max"].num());
+  }
+  CHECK(j["urt"]["policy"].str() == "other");
+  CHECK(j["urt"]["loops"].num() == 100);
+  // One series per worker, also without -a.
+  if (j["urt"]["workers"].num() >= 2)
+    CHECK(j["thread"]["0"]["cpu"].num() != j["thread"]["1"]["cpu"].num());
+  // The summary: a status line and a percentile line per thread.
+  const std::string text = slurp(out.path);
+  CHECK(text.find("T: 0 (") != std::string::npos);
+  CHECK(text.find("T: 1 (") != std::string::npos);
+  CHECK(text.find("C:    100") != std::string::npos);
+  CHECK(text.find("T: 1 p50:") != std::string::npos);
+}
+
+TEST_CASE("binary: histogram on stdout and to --histfile, on a synthetic topology, -t per worker") {
+  temp_file hist("hist");
+  temp_file json_out("json");
+  REQUIRE(run_binary("'--topology=synthetic:core:3 pu:1' -t -a -i 500 -l 50 -q -h 40 --histfile=" +
+                     hist.path + " --json=" + json_out.path) == 0);
+  const auto lines = lines_of(slurp(hist.path));
+  REQUIRE(lines.size() >= 41);
+  CHECK(lines[0] == "# Histogram");
+  CHECK(lines[1].size() == std::string("000000 000000\t000000\t000000").size());
+  CHECK(lines[1].starts_with("000000 "));
+  CHECK(lines[40].starts_with("000039 "));
+  CHECK(lines[41].starts_with("# Total:"));
+  const json j = parse_json(slurp(json_out.path));
+  CHECK(j["num_threads"].num() == 3);  // -t without a number: one per worker
+  for (const char* t : {"0", "1", "2"}) {
+    CHECK(j["thread"][t]["cycles"].num() == 50);
+    CHECK(j["thread"][t]["cpu"].num() == std::stod(t));  // -a: thread n on worker n
+  }
+  // Totals in the footer + overflows = cycles.
+  std::stringstream total(lines[41].substr(8));
+  std::stringstream over(lines[45].substr(std::string("# Histogram Overflows:").size()));
+  for (int i = 0; i < 3; ++i) {
+    unsigned long in_range = 0, overflows = 0;
+    total >> in_range;
+    over >> overflows;
+    CHECK(in_range + overflows == 50);
+  }
+
+  temp_file out("out");
+  REQUIRE(run_binary("-t 1 -i 500 -l 20 -q -h 10 --policy=other", out.path) == 0);
+  const std::string text = slurp(out.path);
+  CHECK(text.find("# Histogram\n000000 ") != std::string::npos);
+  CHECK(text.find("\n000009 ") != std::string::npos);
+  CHECK(text.find("\n000010 ") == std::string::npos);
+  CHECK(text.find("# Histogram Overflows:") != std::string::npos);
+}
+
+TEST_CASE("binary: SIGINT ends an endless run cleanly and the summary and JSON are written") {
+  temp_file json_out("json");
+  temp_file out("out");
+  // timeout --preserve-status: the exit status is urt-cyclictest's own.
+  const std::string cmd = std::string("timeout --preserve-status -s INT 1 '") +
+                          URT_CYCLICTEST_PATH + "' -t 1 -i 1000 -q --policy=other --load=1:0 " +
+                          "--json=" + json_out.path + " >" + out.path + " 2>/dev/null";
+  const int st = std::system(cmd.c_str());
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 0);
+  const json j = parse_json(slurp(json_out.path));
+  CHECK(j["num_threads"].num() == 1);
+  CHECK(j["urt"]["load"]["tasks_per_worker"].num() == 1);
+  CHECK(slurp(out.path).find("T: 0 p50:") != std::string::npos);
+}

@@ -1,0 +1,385 @@
+// urt-cyclictest: cyclictest's measurement on urt periodic tasks. Each
+// measuring "thread" is a drift-free urt::runtime::every() series pinned to
+// (or placed on) one worker; latency = clock::now() at task entry -
+// this_task::release_time(). The series records into preallocated stats
+// (no allocation, no I/O per release); the main thread prints.
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "options.hpp"
+#include "report.hpp"
+#include "stats.hpp"
+#include "urt/urt.hpp"
+
+#ifndef URT_CYCLICTEST_VERSION
+#define URT_CYCLICTEST_VERSION "0"
+#endif
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace urt_cyclictest;
+
+volatile std::sig_atomic_t g_signalled = 0;
+extern "C" void on_signal(int /*sig*/) { g_signalled = 1; }
+
+/// Buckets kept for the percentiles when no -h is given (10 ms).
+constexpr std::size_t default_buckets = 10000;
+
+/// One measuring thread: its stats and the handle its task cancels itself
+/// through once -l loops are recorded.
+struct measured {
+  measured(std::size_t buckets, std::size_t outliers, std::uint64_t loops_)
+      : stats(buckets, outliers), loops(loops_) {}
+  latency_stats stats;
+  std::uint64_t loops;
+  std::atomic<urt::periodic_task*> handle{nullptr};
+  std::atomic<int> tid{0};
+  std::atomic<int> worker{-1};
+
+  void cancel_self() noexcept {
+    if (urt::periodic_task* h = handle.load(std::memory_order_acquire)) h->cancel();
+  }
+  // Runs on the worker at every release.
+  void release(urt::clock::time_point now, urt::clock::time_point due) noexcept {
+    const std::uint64_t done = stats.cycles();
+    if (loops != 0 && done >= loops) {  // the handle was not set yet at the loops-th
+      cancel_self();
+      return;
+    }
+    stats.record(std::chrono::duration_cast<std::chrono::nanoseconds>(now - due).count());
+    if (done == 0) {  // once: a system call after the measurement, not before
+      tid.store(static_cast<int>(::syscall(SYS_gettid)), std::memory_order_relaxed);
+      worker.store(static_cast<int>(urt::this_task::worker_id()), std::memory_order_relaxed);
+    }
+    if (loops != 0 && done + 1 == loops) cancel_self();
+  }
+};
+
+/// --load: tasks that spin ~100 us and respawn themselves on their worker.
+struct load_context {
+  urt::runtime* rt = nullptr;
+  std::vector<urt::task_spec> specs;  // per worker (a worker_set is too big to capture inline)
+  std::atomic<bool> running{true};
+  std::atomic<std::uint64_t> runs{0};
+};
+
+struct load_task {
+  load_context* ctx;
+  unsigned worker;
+  void operator()() const {
+    const auto end = urt::clock::now() + 100us;
+    while (urt::clock::now() < end && ctx->running.load(std::memory_order_relaxed)) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    ctx->runs.fetch_add(1, std::memory_order_relaxed);
+    if (!ctx->running.load(std::memory_order_relaxed)) return;
+    try {
+      ctx->rt->spawn(ctx->specs[worker], load_task{ctx, worker});
+    } catch (const std::exception&) {
+      // The runtime is stopping: the load ends with it.
+    }
+  }
+};
+
+/// cyclictest's /dev/cpu_dma_latency trick (keeps CPUs out of deep C-states
+/// while the fd is open), so that both tools run under the same PM QoS.
+int set_latency_target() {
+  const int fd = ::open("/dev/cpu_dma_latency", O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    std::fprintf(stderr, "# WARN: open /dev/cpu_dma_latency: %s\n", std::strerror(errno));
+    return -1;
+  }
+  const std::int32_t zero = 0;
+  if (::write(fd, &zero, sizeof zero) < 1) {
+    std::fprintf(stderr, "# error setting cpu_dma_latency to 0: %s\n", std::strerror(errno));
+    ::close(fd);
+    return -1;
+  }
+  std::printf("# /dev/cpu_dma_latency set to 0us\n");
+  return fd;
+}
+
+const char* policy_name(urt::worker_policy p) {
+  return p == urt::worker_policy::fifo ? "fifo" : "other";
+}
+
+std::string load_average() {
+  std::ifstream f("/proc/loadavg");
+  std::string line;
+  std::getline(f, line);
+  return line;
+}
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "urt-cyclictest: %s\n\n%s", message.c_str(), usage().c_str());
+  std::exit(2);
+}
+
+std::string urt_json(const options& o, const urt::runtime_options& ro, const urt::runtime& rt,
+                     bool fell_back, std::uint64_t buckets, std::uint64_t load_runs) {
+  const auto b = [](bool v) { return v ? "true" : "false"; };
+  std::string s = "{\n";
+  s += "    \"version\": " + json_string(URT_CYCLICTEST_VERSION) + ",\n";
+  s += "    \"topology\": " + json_string(o.topology_text) + ",\n";
+  s += "    \"cpus\": " + json_string(ro.cpus) + ",\n";
+  s += "    \"workers\": " + std::to_string(rt.worker_count()) + ",\n";
+  s += "    \"policy\": " + json_string(policy_name(ro.policy)) + ",\n";
+  s += "    \"policy_fallback\": " + std::string(b(fell_back)) + ",\n";
+  s += "    \"fifo_priority\": " +
+       std::to_string(ro.policy == urt::worker_policy::fifo ? ro.fifo_priority : 0) + ",\n";
+  s += "    \"task_priority\": " + std::to_string(o.priority) + ",\n";
+  s += "    \"lock_memory\": " + std::string(b(o.mlockall)) + ",\n";
+  s += "    \"timer_spin_us\": " + std::to_string(o.timer_spin_us) + ",\n";
+  s += "    \"idle_spin_ns\": " + std::to_string(ro.idle_spin.count()) + ",\n";
+  s += "    \"interval_us\": " + std::to_string(o.interval_us) + ",\n";
+  s += "    \"distance_us\": " + std::to_string(o.histogram_us != 0 ? 0 : o.distance_us) + ",\n";
+  s += "    \"loops\": " + std::to_string(o.loops) + ",\n";
+  s += "    \"duration_s\": " + std::to_string(o.duration_s) + ",\n";
+  s += "    \"affinity\": " + std::string(b(o.affinity)) + ",\n";
+  s += "    \"histogram_us\": " + std::to_string(o.histogram_us) + ",\n";
+  s += "    \"percentile_buckets_us\": " + std::to_string(buckets) + ",\n";
+  s += "    \"load\": {\"tasks_per_worker\": " + std::to_string(o.load_tasks) +
+       ", \"priority\": " + std::to_string(o.load_priority) +
+       ", \"runs\": " + std::to_string(load_runs) + "}\n";
+  s += "  }";
+  return s;
+}
+
+int run(options o) {
+  if (o.histogram_us != 0 && o.distance_given) {
+    std::fprintf(stderr,
+                 "urt-cyclictest: distance is ignored and set to 0, if histogram enabled\n");
+  }
+  if (o.load_tasks > 0 && o.load_priority > o.priority) {
+    std::fprintf(stderr,
+                 "urt-cyclictest: note: --load priority %d is above -p %d: a worker always runs "
+                 "its most urgent task first, so the measuring tasks starve while the load "
+                 "runs\n",
+                 o.load_priority, o.priority);
+  }
+  // Workers inherit this mask: SIGINT/SIGTERM go to the main thread only.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  const int latency_fd = set_latency_target();
+  const std::string start_time = rfc2822_now();
+
+  // Declared before the runtime: its tasks point into these, so they must
+  // outlive it also when an exception unwinds past the runtime's drain.
+  load_context load;
+  std::vector<std::unique_ptr<measured>> threads;
+  std::vector<urt::periodic_task> handles;
+
+  urt::runtime_options ro = o.runtime_options();
+  bool fell_back = false;
+  std::unique_ptr<urt::runtime> rt;
+  for (;;) {
+    try {
+      rt = std::make_unique<urt::runtime>(ro);
+      break;
+    } catch (const std::invalid_argument& e) {
+      usage_error(flag_error(o, e.what()));
+    } catch (const std::system_error& e) {
+      const std::string what = e.what();
+      if (what.starts_with("runtime_options.policy") && o.policy_implicit() &&
+          ro.policy == urt::worker_policy::fifo) {
+        std::fprintf(stderr,
+                     "urt-cyclictest: note: SCHED_FIFO refused for the workers (%s); running them "
+                     "SCHED_OTHER instead (pass --policy=other to silence, --policy=fifo to "
+                     "insist). Latencies without SCHED_FIFO are not representative.\n",
+                     what.c_str());
+        ro.policy = urt::worker_policy::other;
+        fell_back = true;
+        continue;
+      }
+      std::fprintf(stderr, "urt-cyclictest: %s\n", flag_error(o, what).c_str());
+      return 1;
+    }
+  }
+
+  const std::size_t workers = rt->worker_count();
+  const unsigned nthreads =
+      o.threads < 0 ? static_cast<unsigned>(workers) : static_cast<unsigned>(o.threads);
+  const std::size_t buckets = o.histogram_us != 0 ? o.histogram_us : default_buckets;
+  const std::size_t outliers = o.histogram_us != 0 ? o.histogram_us : 0;
+  threads.reserve(nthreads);
+  for (unsigned i = 0; i < nthreads; ++i) {
+    threads.push_back(std::make_unique<measured>(buckets, outliers, o.loops));
+  }
+  handles.resize(nthreads);
+
+  load.rt = rt.get();
+  if (o.load_tasks > 0) {
+    for (unsigned w = 0; w < workers; ++w) {
+      load.specs.push_back(
+          urt::task_spec{.priority = o.load_priority, .affinity = urt::worker_set{w}});
+    }
+    for (unsigned w = 0; w < workers; ++w) {
+      for (unsigned k = 0; k < o.load_tasks; ++k) rt->spawn(load.specs[w], load_task{&load, w});
+    }
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
+
+  // As cyclictest: the first release is one interval after the start.
+  const urt::clock::time_point t0 = urt::clock::now();
+  for (unsigned i = 0; i < nthreads; ++i) {
+    const std::chrono::nanoseconds period = std::chrono::microseconds{o.interval_of(i)};
+    // One series per worker: thread n on worker n (mod the workers), with or
+    // without -a. A series never migrates, and the runtime places a spawn
+    // when it is made, not at each release: series spawned back to back
+    // from this thread would all land on the worker of this thread's CPU.
+    const urt::task_spec spec{.priority = o.priority,
+                              .affinity = urt::worker_set{static_cast<unsigned>(i % workers)}};
+    measured* m = threads[i].get();
+    handles[i] = rt->every(
+        period, spec,
+        [m] {
+          const urt::clock::time_point now = urt::clock::now();
+          m->release(now, urt::this_task::release_time());
+        },
+        t0 + period);
+    m->handle.store(&handles[i], std::memory_order_release);
+  }
+
+  const auto report_of = [&](unsigned i) {
+    const measured& m = *threads[i];
+    thread_report t;
+    t.index = i;
+    t.tid = m.tid.load(std::memory_order_relaxed);
+    t.priority = o.priority;
+    t.interval_us = o.interval_of(i);
+    const int w = m.worker.load(std::memory_order_relaxed);
+    if (w >= 0) {
+      const urt::worker_place& place = rt->topology().workers()[static_cast<std::size_t>(w)];
+      t.cpu = static_cast<int>(place.pu);
+      t.node = static_cast<int>(place.numa);
+    }
+    t.stats = &m.stats;
+    return t;
+  };
+  // cyclictest writes "fifo/other" when its threads were forced to SCHED_OTHER.
+  const std::string policy_line =
+      std::string("policy: ") + (fell_back ? "fifo/other" : policy_name(ro.policy));
+  const auto print_status = [&] {
+    std::printf("%s: loadavg: %s          \n\n", policy_line.c_str(), load_average().c_str());
+    for (unsigned i = 0; i < nthreads; ++i) {
+      std::printf("%s\n", format_status_line(report_of(i)).c_str());
+    }
+    std::fflush(stdout);
+  };
+
+  // The main loop: cyclictest's 10 ms refresh, also when quiet.
+  const auto deadline =
+      o.duration_s != 0 ? t0 + std::chrono::seconds{o.duration_s} : urt::clock::time_point::max();
+  bool printed = false;
+  for (;;) {
+    std::this_thread::sleep_until(std::min(urt::clock::now() + 10ms, deadline));
+    bool all_done = o.loops != 0;
+    for (const auto& m : threads) all_done = all_done && m->stats.cycles() >= o.loops;
+    const bool done = all_done || g_signalled != 0 || urt::clock::now() >= deadline;
+    if (!o.quiet) {
+      if (printed) std::printf("\033[%uA", nthreads + 2);
+      print_status();
+      printed = true;
+    }
+    if (done) break;
+  }
+
+  load.running.store(false, std::memory_order_relaxed);
+  for (auto& h : handles) h.cancel();
+  rt->stop();  // drains: the last releases and load tasks finish, workers join
+  const std::string end_time = rfc2822_now();
+
+  std::vector<thread_report> reports;
+  for (unsigned i = 0; i < nthreads; ++i) reports.push_back(report_of(i));
+  if (!o.quiet) std::printf("\033[%uA", nthreads + 2);
+  if (!o.quiet) print_status();
+  if (o.quiet) {
+    for (const auto& t : reports) std::printf("%s\n", format_status_line(t).c_str());
+  }
+  for (const auto& t : reports) std::printf("%s\n", format_percentile_line(t).c_str());
+  if (o.load_tasks > 0) {
+    std::printf("# load: %u task(s) per worker at priority %d ran %llu times\n", o.load_tasks,
+                o.load_priority,
+                static_cast<unsigned long long>(load.runs.load(std::memory_order_relaxed)));
+  }
+  std::fflush(stdout);
+
+  int rc = 0;
+  if (o.histogram_us != 0) {
+    const std::string hist = format_histogram(reports, o.histogram_us);
+    if (o.histfile.empty()) {
+      std::fputs(hist.c_str(), stdout);
+    } else if (std::ofstream f(o.histfile); !(f << hist)) {
+      std::fprintf(stderr, "urt-cyclictest: --histfile: cannot write '%s'\n", o.histfile.c_str());
+      rc = 1;
+    }
+  }
+  if (!o.json.empty()) {
+    json_header h;
+    h.cmdline = o.cmdline;
+    h.version = URT_CYCLICTEST_VERSION;
+    h.start_time = start_time;
+    h.end_time = end_time;
+    h.return_code = rc;
+    h.urt_object =
+        urt_json(o, ro, *rt, fell_back, buckets, load.runs.load(std::memory_order_relaxed));
+    const std::string json = format_json(h, reports);
+    if (o.json == "-") {
+      std::fputs(json.c_str(), stdout);
+    } else if (std::ofstream f(o.json); !(f << json)) {
+      std::fprintf(stderr, "urt-cyclictest: --json: cannot write '%s'\n", o.json.c_str());
+      rc = 1;
+    }
+  }
+  std::fflush(stdout);
+  if (latency_fd >= 0) ::close(latency_fd);
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  parse_result parsed = parse_options(argc, argv);
+  if (!parsed.ok()) usage_error(parsed.error);
+  if (parsed.opts.help) {
+    std::fputs(usage().c_str(), stdout);
+    return 0;
+  }
+  try {
+    return run(std::move(parsed.opts));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "urt-cyclictest: %s\n", e.what());
+    return 1;
+  }
+}

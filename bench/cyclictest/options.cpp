@@ -1,0 +1,417 @@
+#include "options.hpp"
+
+#include <getopt.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <limits>
+#include <set>
+#include <system_error>
+
+namespace urt_cyclictest {
+
+namespace {
+
+// Long-only options: values outside the char range.
+enum long_only : int {
+  opt_histfile = 256,
+  opt_json,
+  opt_topology,
+  opt_timer_spin,
+  opt_idle_spin,
+  opt_policy,
+  opt_fifo_priority,
+  opt_load,
+  opt_help,
+};
+
+const option long_options[] = {
+    {"affinity", optional_argument, nullptr, 'a'},
+    {"distance", required_argument, nullptr, 'd'},
+    {"duration", required_argument, nullptr, 'D'},
+    {"histogram", required_argument, nullptr, 'h'},
+    {"histfile", required_argument, nullptr, opt_histfile},
+    {"interval", required_argument, nullptr, 'i'},
+    {"json", required_argument, nullptr, opt_json},
+    {"loops", required_argument, nullptr, 'l'},
+    {"mlockall", no_argument, nullptr, 'm'},
+    {"priority", required_argument, nullptr, 'p'},
+    {"quiet", no_argument, nullptr, 'q'},
+    {"threads", optional_argument, nullptr, 't'},
+    {"topology", required_argument, nullptr, opt_topology},
+    {"timer-spin", required_argument, nullptr, opt_timer_spin},
+    {"idle-spin", required_argument, nullptr, opt_idle_spin},
+    {"policy", required_argument, nullptr, opt_policy},
+    {"fifo-priority", required_argument, nullptr, opt_fifo_priority},
+    {"load", required_argument, nullptr, opt_load},
+    {"help", no_argument, nullptr, opt_help},
+    {nullptr, 0, nullptr, 0},
+};
+
+// Leading ':' : a missing argument returns ':' instead of '?'; opterr = 0
+// keeps getopt itself quiet, every message is ours.
+constexpr const char* short_options = ":a::d:D:h:i:l:mp:qt::";
+
+std::string flag_name(int c) {
+  switch (c) {
+    case 'a':
+      return "-a/--affinity";
+    case 'd':
+      return "-d/--distance";
+    case 'D':
+      return "-D/--duration";
+    case 'h':
+      return "-h/--histogram";
+    case 'i':
+      return "-i/--interval";
+    case 'l':
+      return "-l/--loops";
+    case 'm':
+      return "-m/--mlockall";
+    case 'p':
+      return "-p/--priority";
+    case 'q':
+      return "-q/--quiet";
+    case 't':
+      return "-t/--threads";
+    case opt_histfile:
+      return "--histfile";
+    case opt_json:
+      return "--json";
+    case opt_topology:
+      return "--topology";
+    case opt_timer_spin:
+      return "--timer-spin";
+    case opt_idle_spin:
+      return "--idle-spin";
+    case opt_policy:
+      return "--policy";
+    case opt_fifo_priority:
+      return "--fifo-priority";
+    case opt_load:
+      return "--load";
+    case opt_help:
+      return "--help";
+    default:
+      return "?";
+  }
+}
+
+std::string bad(int c, std::string_view value, std::string_view why) {
+  return flag_name(c) + ": '" + std::string(value) + "' " + std::string(why);
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+// A whole non-negative decimal number in [lo, hi]; on failure sets `error`.
+template <class T>
+bool number(int c, std::string_view text, T lo, T hi, T& out, std::string& error) {
+  if (!all_digits(text)) {
+    error = bad(c, text, "is not a non-negative whole number");
+    return false;
+  }
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || v > static_cast<std::uint64_t>(hi) ||
+      v < static_cast<std::uint64_t>(lo)) {
+    error = bad(c, text, "is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+    return false;
+  }
+  out = static_cast<T>(v);
+  return true;
+}
+
+constexpr std::uint64_t max_us = std::uint64_t{1} << 40;  // ~12.7 days: no overflow in ns
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_duration(std::string_view text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || text.size() > digits + 1) return std::nullopt;
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + digits, v);
+  if (ec != std::errc{} || end != text.data() + digits) return std::nullopt;
+  std::uint64_t scale = 1;
+  if (text.size() == digits + 1) {
+    switch (text[digits]) {
+      case 's':
+      case 'S':
+        scale = 1;
+        break;
+      case 'm':
+      case 'M':
+        scale = 60;
+        break;
+      case 'h':
+      case 'H':
+        scale = 60 * 60;
+        break;
+      case 'd':
+      case 'D':
+        scale = 24 * 60 * 60;
+        break;
+      default:
+        return std::nullopt;
+    }
+  }
+  if (v > (std::uint64_t{1} << 32) / scale) return std::nullopt;  // > 136 years
+  return v * scale;
+}
+
+parse_result parse_options(int argc, char** argv) {
+  parse_result r;
+  options& o = r.opts;
+  std::string& err = r.error;
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0) o.cmdline += ' ';
+    o.cmdline += argv[i];
+  }
+  // Arguments taken as the value of -t / -a written apart ("-t 2"), as
+  // cyclictest reads them: by identity, since getopt_long permutes argv.
+  std::set<const char*> taken;
+  const auto detached_value = [&](auto accept) -> const char* {
+    if (optind < argc && accept(std::string_view(argv[optind]))) {
+      taken.insert(argv[optind]);
+      return argv[optind];
+    }
+    return nullptr;
+  };
+
+  optind = 0;  // GNU: full re-initialisation
+  opterr = 0;
+  for (;;) {
+    int index = 0;
+    const int c = getopt_long(argc, argv, short_options, long_options, &index);
+    if (c == -1) break;
+    const std::string_view arg = optarg != nullptr ? std::string_view(optarg) : std::string_view();
+    switch (c) {
+      case 'a': {
+        o.affinity = true;
+        const char* value = optarg != nullptr ? optarg : detached_value([](std::string_view s) {
+          return !s.empty() && s[0] >= '0' && s[0] <= '9';
+        });
+        if (value != nullptr) {
+          o.affinity_cpus = value;
+          if (o.affinity_cpus.empty()) err = bad(c, value, "is an empty cpulist");
+        }
+        break;
+      }
+      case 'd':
+        if (number(c, arg, std::uint64_t{0}, max_us, o.distance_us, err)) o.distance_given = true;
+        break;
+      case 'D':
+        if (auto d = parse_duration(arg)) {
+          o.duration_s = *d;
+        } else {
+          err = bad(c, arg, "is not a duration (a whole number with an optional s, m, h or d)");
+        }
+        break;
+      case 'h':
+        number(c, arg, std::uint64_t{0}, histogram_max_us, o.histogram_us, err);
+        break;
+      case 'i':
+        number(c, arg, std::uint64_t{1}, max_us, o.interval_us, err);
+        break;
+      case 'l':
+        number(c, arg, std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max() / 2, o.loops,
+               err);
+        break;
+      case 'm':
+        o.mlockall = true;
+        break;
+      case 'p':
+        number(c, arg, 0, urt::priority_max, o.priority, err);
+        break;
+      case 'q':
+        o.quiet = true;
+        break;
+      case 't': {
+        const char* value = optarg != nullptr ? optarg : detached_value(all_digits);
+        if (value == nullptr) {
+          o.threads = -1;  // one per worker
+        } else {
+          number(c, value, 1, static_cast<int>(urt::max_workers) * 64, o.threads, err);
+        }
+        break;
+      }
+      case opt_histfile:
+        if (arg.empty()) err = bad(c, arg, "is an empty path");
+        o.histfile = arg;
+        break;
+      case opt_json:
+        if (arg.empty()) err = bad(c, arg, "is an empty path");
+        o.json = arg;
+        break;
+      case opt_topology:
+        o.topology_text = arg;
+        if (arg == "system") {
+          o.topology = urt::topology_source::system();
+        } else if (arg.starts_with("synthetic:") && arg.size() > 10) {
+          o.topology = urt::topology_source::synthetic(std::string(arg.substr(10)));
+        } else if (arg.starts_with("xml:") && arg.size() > 4) {
+          o.topology = urt::topology_source::xml(std::string(arg.substr(4)));
+        } else {
+          err = bad(c, arg, "is not system, synthetic:DESCRIPTION or xml:PATH");
+        }
+        break;
+      case opt_timer_spin:
+        number(c, arg, std::uint64_t{0}, max_us, o.timer_spin_us, err);
+        break;
+      case opt_idle_spin: {
+        std::uint64_t v = 0;
+        if (number(c, arg, std::uint64_t{0}, max_us, v, err)) o.idle_spin_us = v;
+        break;
+      }
+      case opt_policy:
+        if (arg == "other") {
+          o.policy = urt::worker_policy::other;
+        } else if (arg == "fifo") {
+          o.policy = urt::worker_policy::fifo;
+        } else {
+          err = bad(c, arg, "is not other or fifo");
+        }
+        break;
+      case opt_fifo_priority: {
+        int v = 0;
+        if (number(c, arg, 1, 99, v, err)) o.fifo_priority = v;
+        break;
+      }
+      case opt_load: {
+        const auto colon = arg.find(':');
+        if (colon == std::string_view::npos) {
+          err = bad(c, arg, "is not N:PRIO (no colon)");
+          break;
+        }
+        std::string sub;
+        if (!number(c, arg.substr(0, colon), 0u, 1000u, o.load_tasks, sub) ||
+            !number(c, arg.substr(colon + 1), 0, urt::priority_max, o.load_priority, sub)) {
+          err = bad(c, arg, "is not N:PRIO with N in 0..1000 and PRIO in 0..99");
+        }
+        break;
+      }
+      case opt_help:
+        o.help = true;
+        break;
+      case ':':
+        err = flag_name(optopt) + ": missing value";
+        break;
+      case '?':
+      default: {
+        const char* text = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+        if (std::string_view(text).starts_with("--") || optopt == 0 || optopt > 255) {
+          err = std::string("unknown or malformed option '") + text + "'";
+        } else {
+          err = std::string("unknown option '-") + static_cast<char>(optopt) + "'";
+        }
+        break;
+      }
+    }
+    if (!err.empty()) return r;
+  }
+  for (int i = optind; i < argc; ++i) {
+    if (taken.count(argv[i]) == 0) {
+      err = std::string("unexpected argument '") + argv[i] + "'";
+      return r;
+    }
+  }
+  return r;
+}
+
+parse_result parse_options(const std::vector<std::string>& args) {
+  std::vector<std::string> copy = args;  // getopt_long permutes its argv
+  std::vector<char*> argv;
+  argv.reserve(copy.size() + 1);
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return parse_options(static_cast<int>(copy.size()), argv.data());
+}
+
+urt::runtime_options options::runtime_options() const {
+  urt::runtime_options r;
+  r.topology = topology;
+  r.cpus = affinity_cpus;
+  if (idle_spin_us) r.idle_spin = std::chrono::microseconds{*idle_spin_us};
+  r.timer_spin = std::chrono::microseconds{timer_spin_us};
+  r.policy = effective_policy();
+  r.fifo_priority = effective_fifo_priority();
+  r.lock_memory = mlockall ? urt::memory_lock::all : urt::memory_lock::none;
+  return r;
+}
+
+std::string flag_error(const options& o, std::string_view what) {
+  const auto starts = [&](std::string_view field) {
+    return what.starts_with(std::string("runtime_options.") + std::string(field));
+  };
+  std::string flag;
+  if (starts("cpus")) {
+    flag = "-a/--affinity: '" + o.affinity_cpus + "'";
+  } else if (starts("topology")) {
+    flag = "--topology: '" + o.topology_text + "'";
+  } else if (starts("timer_spin")) {
+    flag = "--timer-spin: '" + std::to_string(o.timer_spin_us) + "'";
+  } else if (starts("idle_spin")) {
+    flag = "--idle-spin: '" + std::to_string(o.idle_spin_us.value_or(0)) + "'";
+  } else if (starts("fifo_priority")) {
+    flag = "--fifo-priority: '" + std::to_string(o.effective_fifo_priority()) + "'";
+  } else if (starts("policy")) {
+    flag = std::string(o.policy ? "--policy: 'fifo'"
+                                : "-p/--priority: '" + std::to_string(o.priority) +
+                                      "' (implies SCHED_FIFO workers)");
+  } else if (starts("lock_memory")) {
+    flag = "-m/--mlockall";
+  } else {
+    return std::string(what);
+  }
+  return flag + ": " + std::string(what);
+}
+
+std::string usage(std::string_view program) {
+  std::string p(program);
+  return "Usage: " + p +
+         " [OPTIONS]\n"
+         "Measures the release latency of urt periodic tasks the way cyclictest\n"
+         "measures timer wake-ups: latency = task start - release time, in us.\n"
+         "\n"
+         "cyclictest's options (same letters and meanings):\n"
+         "-a [CPULIST] --affinity[=CPULIST]  pin thread N to worker N (urt always does:\n"
+         "                          a series never migrates); with a cpulist, run the\n"
+         "                          workers only on those CPUs (runtime_options::cpus)\n"
+         "-d DIST  --distance=DIST  distance of thread intervals in us, default=500\n"
+         "                          (ignored, as in cyclictest, when -h is given)\n"
+         "-D TIME  --duration=TIME  length of the run; append s, m, h or d\n"
+         "-h US    --histogram=US   dump a latency histogram up to US to stdout after\n"
+         "                          the run (all threads at the same interval)\n"
+         "         --histfile=PATH  write the histogram to PATH instead of stdout\n"
+         "-i INTV  --interval=INTV  base interval of thread in us, default=1000\n"
+         "         --json=FILE      write final results into FILE, JSON formatted\n"
+         "-l LOOPS --loops=LOOPS    number of loops: default=0 (endless)\n"
+         "-m       --mlockall       lock current and future memory allocations\n"
+         "-p PRIO  --priority=PRIO  task priority 0..99, default 0; PRIO > 0 also runs\n"
+         "                          the workers SCHED_FIFO at PRIO, like cyclictest's\n"
+         "                          threads (falls back to SCHED_OTHER when refused)\n"
+         "-q       --quiet          print a summary only on exit\n"
+         "-t [NUM] --threads[=NUM]  number of measuring tasks (one periodic task each);\n"
+         "                          without NUM one per worker; without -t 1\n"
+         "\n"
+         "urt's options:\n"
+         "         --topology=system|synthetic:DESCRIPTION|xml:PATH  default system\n"
+         "         --timer-spin=US  wake US before each release and spin (default 0 = off)\n"
+         "         --idle-spin=US   idle spin before a worker parks (default: runtime's)\n"
+         "         --policy=other|fifo  OS policy of the workers (default: fifo when\n"
+         "                          -p > 0, else other)\n"
+         "         --fifo-priority=N  SCHED_FIFO priority of the workers 1..99\n"
+         "                          (default: the -p value, else 90)\n"
+         "         --load=N:PRIO    N background tasks per worker at task priority PRIO,\n"
+         "                          each busy-spinning ~100 us and respawning itself\n"
+         "         --help           print this text and exit\n"
+         "\n"
+         "Bad options exit with status 2. SIGINT/SIGTERM end the run; the summary,\n"
+         "histogram and JSON are still written.\n";
+}
+
+}  // namespace urt_cyclictest

@@ -1,0 +1,92 @@
+// urt-cyclictest's command line: a cyclictest-compatible subset plus urt's
+// own runtime options. Parsing never exits: errors come back as a message
+// naming the flag and the value.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "urt/runtime.hpp"
+
+namespace urt_cyclictest {
+
+/// Largest -h/--histogram value (cyclictest's HIST_MAX).
+inline constexpr std::uint64_t histogram_max_us = 1000000;
+
+struct options {
+  // --- cyclictest's flags (same letters, same meanings) ---
+  int threads = 1;                   ///< -t: measuring threads; -1 = one per worker
+  int priority = 0;                  ///< -p: task priority 0..99 (cyclictest's default 0)
+  std::uint64_t interval_us = 1000;  ///< -i: base interval
+  std::uint64_t distance_us = 500;   ///< -d: thread n runs at interval + n * distance
+  bool distance_given = false;       ///< -d was on the command line
+  std::uint64_t loops = 0;           ///< -l: releases per thread; 0 = endless
+  std::uint64_t duration_s = 0;      ///< -D: seconds; 0 = no limit
+  bool affinity = false;             ///< -a given (thread n runs on worker n % workers anyway)
+  std::string affinity_cpus;         ///< -a CPULIST: run workers only on these PUs
+  bool mlockall = false;             ///< -m
+  bool quiet = false;                ///< -q: only the summary at exit
+  std::uint64_t histogram_us = 0;    ///< -h: histogram buckets (us); 0 = no histogram
+  std::string histfile;              ///< --histfile: histogram there instead of stdout
+  std::string json;                  ///< --json: cyclictest's JSON summary to this file
+  // --- urt's own ---
+  urt::topology_source topology = urt::topology_source::system();
+  std::string topology_text = "system";       ///< --topology as given
+  std::uint64_t timer_spin_us = 0;            ///< --timer-spin
+  std::optional<std::uint64_t> idle_spin_us;  ///< --idle-spin; nullopt = runtime default
+  std::optional<urt::worker_policy> policy;   ///< --policy; nullopt = fifo iff -p > 0
+  std::optional<int> fifo_priority;           ///< --fifo-priority; nullopt = -p, else 90
+  unsigned load_tasks = 0;                    ///< --load=N:PRIO: N per worker...
+  int load_priority = 0;                      ///< ...at this task priority
+  bool help = false;                          ///< --help
+  std::string cmdline;                        ///< argv joined by spaces (for the JSON)
+
+  /// Interval of measuring thread n: cyclictest gives every thread the same
+  /// interval when a histogram is kept (-h), else interval + n * distance.
+  [[nodiscard]] std::uint64_t interval_of(unsigned n) const noexcept {
+    return histogram_us != 0 ? interval_us : interval_us + n * distance_us;
+  }
+  /// The worker policy to ask for: --policy, else fifo when -p > 0 (as
+  /// cyclictest uses SCHED_FIFO for -p > 0), else other.
+  [[nodiscard]] urt::worker_policy effective_policy() const noexcept {
+    if (policy) return *policy;
+    return priority > 0 ? urt::worker_policy::fifo : urt::worker_policy::other;
+  }
+  /// True when fifo was chosen only because of -p (and may fall back).
+  [[nodiscard]] bool policy_implicit() const noexcept { return !policy.has_value(); }
+  [[nodiscard]] int effective_fifo_priority() const noexcept {
+    if (fifo_priority) return *fifo_priority;
+    return priority > 0 ? priority : 90;
+  }
+  /// The runtime options these flags describe (policy as effective_policy()).
+  [[nodiscard]] urt::runtime_options runtime_options() const;
+};
+
+struct parse_result {
+  options opts;
+  std::string error;  ///< empty on success: "FLAG: 'VALUE' why"
+  [[nodiscard]] bool ok() const noexcept { return error.empty(); }
+};
+
+/// Parses argv with getopt_long (resets getopt's state first, so it may be
+/// called repeatedly). argv may be permuted, as getopt_long does.
+parse_result parse_options(int argc, char** argv);
+/// The same for a vector of arguments; args[0] is the program name.
+parse_result parse_options(const std::vector<std::string>& args);
+
+/// The usage text (--help).
+std::string usage(std::string_view program = "urt-cyclictest");
+
+/// Parses a cyclictest duration: a whole number of seconds with an optional
+/// suffix s, m, h or d (either case). nullopt for anything else.
+std::optional<std::uint64_t> parse_duration(std::string_view text);
+
+/// Rewrites a runtime construction error (std::invalid_argument or
+/// std::system_error naming runtime_options.FIELD) so that it names the
+/// command line flag that set the field and its value.
+std::string flag_error(const options& o, std::string_view what);
+
+}  // namespace urt_cyclictest

@@ -1,0 +1,186 @@
+#include "report.hpp"
+
+#include <sys/utsname.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+namespace urt_cyclictest {
+
+namespace {
+
+template <class... Args>
+std::string printf_string(const char* fmt, Args... args) {
+  const int n = std::snprintf(nullptr, 0, fmt, args...);
+  std::string s(static_cast<std::size_t>(n > 0 ? n : 0), '\0');
+  std::snprintf(s.data(), s.size() + 1, fmt, args...);
+  return s;
+}
+
+long avg_whole_us(const latency_stats& s) { return static_cast<long>(s.avg_us()); }
+
+}  // namespace
+
+std::string format_status_line(const thread_report& t) {
+  const latency_stats& s = *t.stats;
+  return printf_string(
+      "T:%2u (%5d) P:%2d I:%" PRIu64 " C:%7" PRIu64 " Min:%7ld Act:%5ld Avg:%5ld Max:%8ld", t.index,
+      t.tid, t.priority, t.interval_us, s.cycles(), static_cast<long>(s.min_us()),
+      static_cast<long>(s.act_us()), avg_whole_us(s), static_cast<long>(s.max_us()));
+}
+
+std::string format_percentile_line(const thread_report& t) {
+  const latency_stats& s = *t.stats;
+  return printf_string(
+      "T:%2u p50: %ld p99: %ld p99.9: %ld", t.index, static_cast<long>(s.percentile_us(0.50)),
+      static_cast<long>(s.percentile_us(0.99)), static_cast<long>(s.percentile_us(0.999)));
+}
+
+std::string format_histogram(const std::vector<thread_report>& threads, std::uint64_t buckets) {
+  std::string out = "# Histogram\n";
+  const std::size_t n = threads.size();
+  std::vector<std::uint64_t> totals(n, 0);
+  for (std::uint64_t b = 0; b < buckets; ++b) {
+    out += printf_string("%06" PRIu64 " ", b);
+    for (std::size_t j = 0; j < n; ++j) {
+      const auto h = threads[j].stats->histogram();
+      const std::uint64_t c = b < h.size() ? h[b] : 0;
+      out += printf_string("%06" PRIu64, c);
+      if (j + 1 < n) out += '\t';
+      totals[j] += c;
+    }
+    out += '\n';
+  }
+  out += "# Total:";
+  for (const std::uint64_t t : totals) out += printf_string(" %09" PRIu64, t);
+  out += "\n# Min Latencies:";
+  for (const auto& t : threads)
+    out += printf_string(" %05ld", static_cast<long>(t.stats->min_us()));
+  out += "\n# Avg Latencies:";
+  for (const auto& t : threads) out += printf_string(" %05ld", avg_whole_us(*t.stats));
+  out += "\n# Max Latencies:";
+  for (const auto& t : threads)
+    out += printf_string(" %05ld", static_cast<long>(t.stats->max_us()));
+  out += "\n# Histogram Overflows:";
+  for (const auto& t : threads) out += printf_string(" %05" PRIu64, t.stats->overflows());
+  out += "\n# Histogram Overflow at cycle number:\n";
+  for (std::size_t j = 0; j < n; ++j) {
+    const latency_stats& s = *threads[j].stats;
+    out += printf_string("# Thread %zu:", j);
+    for (const std::uint64_t c : s.overflow_cycles()) out += printf_string(" %05" PRIu64, c);
+    if (s.overflow_cycles().size() < s.overflows()) {
+      out += printf_string(" # %05" PRIu64 " others", s.overflows() - s.overflow_cycles().size());
+    }
+    out += '\n';
+  }
+  out += '\n';
+  return out;
+}
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const auto u = static_cast<unsigned char>(ch);
+    switch (ch) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (u < 0x20) {
+          out += printf_string("\\u%04x", static_cast<unsigned>(u));
+        } else {
+          out += ch;
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string rfc2822_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[64];
+  const std::size_t n = std::strftime(buf, sizeof buf, "%a, %d %b %Y %T %z", &tm);
+  return std::string(buf, n);
+}
+
+std::string format_json(const json_header& header, const std::vector<thread_report>& threads) {
+  utsname uts{};
+  if (uname(&uts) != 0) uts = utsname{};
+  int realtime = 0;
+  if (std::ifstream rt("/sys/kernel/realtime"); rt) {
+    char c = 0;
+    if (rt.get(c) && c == '1') realtime = 1;
+  }
+  std::string out = "{\n";
+  out += "  \"file_version\": 1,\n";
+  out += "  \"cmdline:\": " + json_string(header.cmdline) + ",\n";
+  out += "  \"rt_test_version:\": " + json_string(header.version) + ",\n";
+  out += "  \"start_time\": " + json_string(header.start_time) + ",\n";
+  out += "  \"end_time\": " + json_string(header.end_time) + ",\n";
+  out += "  \"return_code\": " + std::to_string(header.return_code) + ",\n";
+  out += "  \"sysinfo\": {\n";
+  out += "    \"sysname\": " + json_string(uts.sysname) + ",\n";
+  out += "    \"nodename\": " + json_string(uts.nodename) + ",\n";
+  out += "    \"release\": " + json_string(uts.release) + ",\n";
+  out += "    \"version\": " + json_string(uts.version) + ",\n";
+  out += "    \"machine\": " + json_string(uts.machine) + ",\n";
+  out += "    \"realtime\": " + std::to_string(realtime) + "\n";
+  out += "  },\n";
+  out += "  \"num_threads\": " + std::to_string(threads.size()) + ",\n";
+  out += "  \"resolution_in_ns\": 0,\n";
+  out += "  \"thread\": {\n";
+  for (std::size_t i = 0; i < threads.size(); ++i) {
+    const thread_report& t = threads[i];
+    const latency_stats& s = *t.stats;
+    out += "    \"" + std::to_string(t.index) + "\": {\n";
+    out += "      \"histogram\": {";
+    bool comma = false;
+    const auto h = s.histogram();
+    for (std::size_t b = 0; b < h.size(); ++b) {
+      if (h[b] == 0) continue;
+      out += comma ? ",\n" : "\n";
+      out += printf_string("        \"%zu\": %" PRIu64, b, h[b]);
+      comma = true;
+    }
+    if (comma) out += "\n      ";
+    out += "},\n";
+    out += printf_string("      \"cycles\": %" PRIu64 ",\n", s.cycles());
+    out += printf_string("      \"min\": %ld,\n", static_cast<long>(s.min_us()));
+    out += printf_string("      \"max\": %ld,\n", static_cast<long>(s.max_us()));
+    out += printf_string("      \"avg\": %.2f,\n", s.avg_us());
+    out += printf_string("      \"cpu\": %d,\n", t.cpu);
+    out += printf_string("      \"node\": %d,\n", t.node);
+    out += printf_string("      \"p50\": %ld,\n", static_cast<long>(s.percentile_us(0.50)));
+    out += printf_string("      \"p99\": %ld,\n", static_cast<long>(s.percentile_us(0.99)));
+    out += printf_string("      \"p99_9\": %ld,\n", static_cast<long>(s.percentile_us(0.999)));
+    out += printf_string("      \"overflows\": %" PRIu64 ",\n", s.overflows());
+    out += printf_string("      \"min_ns\": %ld,\n", static_cast<long>(s.min_ns()));
+    out += printf_string("      \"max_ns\": %ld,\n", static_cast<long>(s.max_ns()));
+    out += printf_string("      \"avg_ns\": %.1f,\n", s.avg_ns());
+    out += printf_string("      \"tid\": %d\n", t.tid);
+    out += i + 1 == threads.size() ? "    }\n" : "    },\n";
+  }
+  out += "  },\n";
+  out += "  \"urt\": " + (header.urt_object.empty() ? std::string("{}") : header.urt_object) + "\n";
+  out += "}\n";
+  return out;
+}
+
+}  // namespace urt_cyclictest

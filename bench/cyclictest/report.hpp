@@ -1,0 +1,61 @@
+// urt-cyclictest's output in the kernel cyclictest's formats: the live
+// "T: 0 ( tid) P:.. I:.. C:.. Min: Act: Avg: Max:" lines, the histogram
+// (-h / --histfile) and the JSON summary (--json), plus urt's percentiles.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stats.hpp"
+
+namespace urt_cyclictest {
+
+/// One measuring thread as the reports see it.
+struct thread_report {
+  unsigned index = 0;             ///< thread number (T:)
+  int tid = 0;                    ///< OS thread id of its worker (0 until its first release)
+  int priority = 0;               ///< task priority (P:)
+  std::uint64_t interval_us = 0;  ///< I:
+  int cpu = -1;                   ///< OS index of the PU of its worker; -1 if it never ran
+  int node = -1;                  ///< NUMA node of that worker; -1 if it never ran
+  const latency_stats* stats = nullptr;
+};
+
+/// cyclictest's status line: "T: 0 ( 1234) P:80 I:1000 C:   2000 Min:      7 Act:   16 Avg:   17
+/// Max:     107".
+std::string format_status_line(const thread_report& t);
+/// urt's percentile line: "T: 0 p50: 15 p99: 31 p99.9: 60".
+std::string format_percentile_line(const thread_report& t);
+
+/// cyclictest's histogram: "# Histogram", one "%06d" line per bucket with a
+/// "%06lu" column per thread (tab separated), then the footer (# Total: only
+/// the in-range samples, # Min/Avg/Max Latencies, # Histogram Overflows,
+/// # Histogram Overflow at cycle number, one "# Thread N:" line each) and an
+/// empty line.
+std::string format_histogram(const std::vector<thread_report>& threads, std::uint64_t buckets);
+
+/// Everything in the JSON besides the threads.
+struct json_header {
+  std::string cmdline;
+  std::string version;     ///< "rt_test_version:" (urt's version)
+  std::string start_time;  ///< RFC 2822, as cyclictest
+  std::string end_time;
+  int return_code = 0;
+  std::string urt_object;  ///< the "urt" object's JSON text ({...}); "{}" if empty
+};
+
+/// cyclictest's JSON schema (file_version 1: "cmdline:", "rt_test_version:",
+/// start_time, end_time, return_code, sysinfo, num_threads,
+/// resolution_in_ns, thread {"N": {histogram {"us": count}, cycles, min,
+/// max, avg, cpu, node}}) plus per thread p50, p99, p99_9, overflows,
+/// min_ns, max_ns, avg_ns, tid, and a top-level "urt" object.
+std::string format_json(const json_header& header, const std::vector<thread_report>& threads);
+
+/// `s` as a JSON string literal, quotes included.
+std::string json_string(std::string_view s);
+
+/// The local time now in cyclictest's format ("Wed, 02 Dec 2026 15:26:03 +0000").
+std::string rfc2822_now();
+
+}  // namespace urt_cyclictest
