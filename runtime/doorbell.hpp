@@ -63,6 +63,10 @@ class doorbell {
     return true;
   }
 
+  /// Any thread: whether the owner has announced that it is parking (a
+  /// hint; relaxed, may be stale either way).
+  [[nodiscard]] bool parking() const noexcept { return parked_.load(std::memory_order_relaxed); }
+
   /// Rings received (eventfd reads), for stats. Owner writes, anyone reads.
   [[nodiscard]] std::uint64_t received() const noexcept {
     return received_.load(std::memory_order_relaxed);

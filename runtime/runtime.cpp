@@ -213,12 +213,16 @@ unsigned runtime::impl::place(const task_spec& spec, const worker* self) const n
       self != nullptr && (affinity == nullptr || affinity->contains(self->id()));
   if (self_allowed && self->published_level() < spec.priority) return self->id();
   // The caller's worker; for an outside thread, the worker on the CPU it
-  // runs on, so that an idle pool wakes the nearest worker (wake-affine).
+  // runs on when that worker is asleep, so that an idle pool wakes the
+  // nearest worker (wake-affine: a wake-up on the caller's CPU is cheaper
+  // than an IPI to another). An awake worker there would only compete with
+  // the caller for its CPU, so then no worker is preferred.
   unsigned near = self != nullptr ? self->id() : detail::cpupri::none;
   if (self == nullptr && !worker_of_pu.empty()) {
     const int cpu = ::sched_getcpu();
     if (cpu >= 0 && static_cast<std::size_t>(cpu) < worker_of_pu.size()) {
-      near = worker_of_pu[static_cast<std::size_t>(cpu)];
+      const unsigned w = worker_of_pu[static_cast<std::size_t>(cpu)];
+      if (w != detail::cpupri::none && workers[w]->parking()) near = w;
     }
   }
   thread_local unsigned rotation = 0;

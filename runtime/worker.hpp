@@ -94,6 +94,8 @@ class worker {
   void submit_local(task_node* node) noexcept;
   /// Any thread: wakes the worker if it is parking (after a state change).
   void ring() noexcept { bell_.ring(); }
+  /// Any thread: whether the worker is (about to be) asleep on its doorbell.
+  [[nodiscard]] bool parking() const noexcept { return bell_.parking(); }
 
   /// Accepted-but-unfinished tasks: the placement load. Relaxed and racy by
   /// design; a stale value only makes one placement less balanced. Reads
