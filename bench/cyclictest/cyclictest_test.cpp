@@ -309,6 +309,17 @@ TEST_CASE("options: urt's own flags") {
   CHECK_FALSE(r.opts.policy_implicit());
   CHECK(r.opts.load_tasks == 2);
   CHECK(r.opts.load_priority == 10);
+  CHECK(ro.cpupri == urt::cpupri_layout::per_llc_bytes);  // the runtime's default
+  for (const auto& [text, layout] :
+       {std::pair{"global", urt::cpupri_layout::global},
+        std::pair{"per_numa", urt::cpupri_layout::per_numa},
+        std::pair{"per_llc", urt::cpupri_layout::per_llc},
+        std::pair{"per_llc_bytes", urt::cpupri_layout::per_llc_bytes}}) {
+    CAPTURE(text);
+    const parse_result c = parse({std::string("--cpupri=") + text});
+    REQUIRE(c.ok());
+    CHECK(c.opts.runtime_options().cpupri == layout);
+  }
 
   r = parse({"--topology=xml:/tmp/t.xml", "--policy=other", "-p", "80"});
   REQUIRE(r.ok());
@@ -327,8 +338,8 @@ TEST_CASE("options: every bad flag or value is rejected, naming the flag and the
     std::vector<std::string> mentions;
   };
   const std::vector<bad_case> cases = {
-      {{"--cpupri=global"}, {"--cpupri=global"}},  // not wired into the runtime yet
-      {{"--migration=push"}, {"--migration=push"}},
+      {{"--cpupri=bytes"}, {"--cpupri", "bytes"}},
+      {{"--migration=push"}, {"--migration=push"}},  // push migration is not built yet
       {{"--bogus"}, {"--bogus"}},
       {{"-x"}, {"-x"}},
       {{"-qz"}, {"-z"}},
@@ -583,9 +594,9 @@ TEST_CASE("report: JSON follows cyclictest's schema and its counts add up") {
 
 TEST_CASE("binary: a bad flag exits 2 with the flag on stderr, --help exits 0") {
   temp_file err("err");
-  CHECK(run_binary("--cpupri=global", "/dev/null", err.path) == 2);
+  CHECK(run_binary("--migration=push", "/dev/null", err.path) == 2);
   const std::string text = slurp(err.path);
-  CHECK(text.find("--cpupri=global") != std::string::npos);
+  CHECK(text.find("--migration=push") != std::string::npos);
   CHECK(text.find("Usage:") != std::string::npos);
   CHECK(run_binary("-p 100") == 2);
   CHECK(run_binary("-i abc") == 2);

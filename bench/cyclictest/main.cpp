@@ -120,6 +120,20 @@ int set_latency_target() {
   return fd;
 }
 
+const char* cpupri_name(urt::cpupri_layout l) {
+  switch (l) {
+    case urt::cpupri_layout::global:
+      return "global";
+    case urt::cpupri_layout::per_numa:
+      return "per_numa";
+    case urt::cpupri_layout::per_llc:
+      return "per_llc";
+    case urt::cpupri_layout::per_llc_bytes:
+      return "per_llc_bytes";
+  }
+  return "?";
+}
+
 const char* policy_name(urt::worker_policy p) {
   return p == urt::worker_policy::fifo ? "fifo" : "other";
 }
@@ -149,6 +163,7 @@ std::string urt_json(const options& o, const urt::runtime_options& ro, const urt
   s += "    \"fifo_priority\": " +
        std::to_string(ro.policy == urt::worker_policy::fifo ? ro.fifo_priority : 0) + ",\n";
   s += "    \"task_priority\": " + std::to_string(o.priority) + ",\n";
+  s += "    \"cpupri\": " + json_string(cpupri_name(ro.cpupri)) + ",\n";
   s += "    \"lock_memory\": " + std::string(b(o.mlockall)) + ",\n";
   s += "    \"timer_spin_us\": " + std::to_string(o.timer_spin_us) + ",\n";
   s += "    \"idle_spin_ns\": " + std::to_string(ro.idle_spin.count()) + ",\n";

@@ -23,6 +23,7 @@ enum long_only : int {
   opt_policy,
   opt_fifo_priority,
   opt_load,
+  opt_cpupri,
   opt_help,
 };
 
@@ -43,6 +44,7 @@ const option long_options[] = {
     {"timer-spin", required_argument, nullptr, opt_timer_spin},
     {"idle-spin", required_argument, nullptr, opt_idle_spin},
     {"policy", required_argument, nullptr, opt_policy},
+    {"cpupri", required_argument, nullptr, opt_cpupri},
     {"fifo-priority", required_argument, nullptr, opt_fifo_priority},
     {"load", required_argument, nullptr, opt_load},
     {"help", no_argument, nullptr, opt_help},
@@ -91,6 +93,8 @@ std::string flag_name(int c) {
       return "--fifo-priority";
     case opt_load:
       return "--load";
+    case opt_cpupri:
+      return "--cpupri";
     case opt_help:
       return "--help";
     default:
@@ -276,6 +280,19 @@ parse_result parse_options(int argc, char** argv) {
           err = bad(c, arg, "is not other or fifo");
         }
         break;
+      case opt_cpupri:
+        if (arg == "global") {
+          o.cpupri = urt::cpupri_layout::global;
+        } else if (arg == "per_numa") {
+          o.cpupri = urt::cpupri_layout::per_numa;
+        } else if (arg == "per_llc") {
+          o.cpupri = urt::cpupri_layout::per_llc;
+        } else if (arg == "per_llc_bytes") {
+          o.cpupri = urt::cpupri_layout::per_llc_bytes;
+        } else {
+          err = bad(c, arg, "is not global, per_numa, per_llc or per_llc_bytes");
+        }
+        break;
       case opt_fifo_priority: {
         int v = 0;
         if (number(c, arg, 1, 99, v, err)) o.fifo_priority = v;
@@ -337,6 +354,7 @@ urt::runtime_options options::runtime_options() const {
   r.cpus = affinity_cpus;
   if (idle_spin_us) r.idle_spin = std::chrono::microseconds{*idle_spin_us};
   r.timer_spin = std::chrono::microseconds{timer_spin_us};
+  r.cpupri = cpupri;
   r.policy = effective_policy();
   r.fifo_priority = effective_fifo_priority();
   r.lock_memory = mlockall ? urt::memory_lock::all : urt::memory_lock::none;
@@ -406,6 +424,8 @@ std::string usage(std::string_view program) {
          "                          -p > 0, else other)\n"
          "         --fifo-priority=N  SCHED_FIFO priority of the workers 1..99\n"
          "                          (default: the -p value, else 90)\n"
+         "         --cpupri=global|per_numa|per_llc|per_llc_bytes  layout of the\n"
+         "                          priority map placement uses (default per_llc_bytes)\n"
          "         --load=N:PRIO    N background tasks per worker at task priority PRIO,\n"
          "                          each busy-spinning ~100 us and respawning itself\n"
          "         --help           print this text and exit\n"

@@ -39,6 +39,7 @@ struct options {
   std::optional<std::uint64_t> idle_spin_us;  ///< --idle-spin; nullopt = runtime default
   std::optional<urt::worker_policy> policy;   ///< --policy; nullopt = fifo iff -p > 0
   std::optional<int> fifo_priority;           ///< --fifo-priority; nullopt = -p, else 90
+  urt::cpupri_layout cpupri = urt::runtime_options{}.cpupri;  ///< --cpupri
   unsigned load_tasks = 0;                    ///< --load=N:PRIO: N per worker...
   int load_priority = 0;                      ///< ...at this task priority
   bool help = false;                          ///< --help
