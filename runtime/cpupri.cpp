@@ -240,7 +240,7 @@ unsigned cpupri::find(priority_t priority, const worker_set* affinity, unsigned 
   const bool check_from = from < n && (affinity == nullptr || affinity->contains(from));
   const unsigned from_bit = check_from ? from - home_group.workers.first : 0;
   unsigned order[max_workers];
-  const unsigned count = preference_order(home, order);
+  unsigned count = 0;  // the order is built only once the home LLC has failed
   std::uint64_t bits[worker_set::words];
   for (int slot = 0; slot < slot_of(priority); ++slot) {  // strictly lower levels only
     if (check_last && member(slot, last)) return last;
@@ -248,6 +248,7 @@ unsigned cpupri::find(priority_t priority, const worker_set* affinity, unsigned 
       if (check_from && ((bits[from_bit / 64] >> (from_bit % 64)) & 1) != 0) return from;
       return pick(home_group, bits, rotation);
     }
+    if (count == 0) count = preference_order(home, order);
     for (unsigned i = 1; i < count; ++i) {
       const group& g = groups_[order[i]];
       if (group_bits(slot, g, affinity, bits)) return pick(g, bits, rotation);
@@ -284,52 +285,50 @@ unsigned cpupri::find_bytes(priority_t priority, const worker_set* affinity, uns
   };
   const auto groups = static_cast<unsigned>(groups_.size());
   const unsigned home = from < n ? workers_[from].llc : rotation % groups;
-  // The lowest candidate value in a group, 0 when it has none.
-  const auto group_min = [&](const group& g) {
-    std::uint8_t best = 0;
-    for (unsigned w = g.workers.first; w < g.workers.first + g.workers.count; ++w) {
-      const std::uint8_t v = value(w);
-      if (candidate(v) && (best == 0 || v < best) && allowed(w)) {
-        best = v;
-        if (best == idle_value) break;  // cannot go lower
-      }
-    }
-    return best;
+  // One read of a group's bytes, in rotation order: its lowest candidate
+  // value (0: none) and the first worker holding it. Answers come from
+  // these reads and are never re-read, so a worker that was a candidate
+  // when read cannot vanish between two reads (invariant 2).
+  struct low {  // no default member initializers: lows[] below stays uninitialized
+    std::uint8_t value;
+    unsigned worker;
   };
-  // Among g's workers at `v`, the first from the rotation point; or none.
-  const auto pick_at = [&](const group& g, std::uint8_t v) {
+  const auto scan = [&](const group& g) {
+    low best{0, none};
     const unsigned count = g.workers.count;
     for (unsigned k = 0; k < count; ++k) {
       const unsigned w = g.workers.first + (rotation % count + k) % count;
-      if (value(w) == v && allowed(w)) return w;
+      const std::uint8_t v = value(w);
+      if (candidate(v) && (best.value == 0 || v < best.value) && allowed(w)) {
+        best = low{v, w};
+        if (v == idle_value) break;  // cannot go lower
+      }
     }
-    return none;
+    return best;
   };
   // Idle is the lowest level there is: an idle last worker or caller wins
   // at once, and so does the first LLC (in preference order) with an idle
   // worker, since last and caller are then known not to be idle.
   if (check_last && value(last) == idle_value) return done(last);
   if (check_from && value(from) == idle_value) return done(from);
+  // The home LLC first, on its own: the whole order is only needed when it
+  // has no idle worker.
+  low lows[max_workers];
+  lows[0] = scan(groups_[home]);
+  if (lows[0].value == idle_value) return done(lows[0].worker);
+  std::uint8_t lowest = lows[0].value;
   unsigned order[max_workers];
-  const unsigned count = preference_order(home, order);
-  std::uint8_t mins[max_workers];
-  std::uint8_t lowest = 0;
-  for (unsigned i = 0; i < count; ++i) {
-    const group& g = groups_[order[i]];
-    const std::uint8_t m = mins[i] = group_min(g);
-    if (m == idle_value) {
-      const unsigned w = pick_at(g, idle_value);
-      if (w != none) return done(w);
-    }
-    if (m != 0 && (lowest == 0 || m < lowest)) lowest = m;
+  const unsigned count = preference_order(home, order);  // order[0] == home
+  for (unsigned i = 1; i < count; ++i) {
+    lows[i] = scan(groups_[order[i]]);
+    if (lows[i].value == idle_value) return done(lows[i].worker);
+    if (lows[i].value != 0 && (lowest == 0 || lows[i].value < lowest)) lowest = lows[i].value;
   }
   if (lowest == 0) return done(none);
   if (check_last && value(last) == lowest) return done(last);
   if (check_from && value(from) == lowest) return done(from);
   for (unsigned i = 0; i < count; ++i) {
-    if (mins[i] != lowest) continue;
-    const unsigned w = pick_at(groups_[order[i]], lowest);
-    if (w != none) return done(w);  // none: it changed meanwhile; try on
+    if (lows[i].value == lowest) return done(lows[i].worker);
   }
   return done(none);
 }
