@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <system_error>
@@ -268,7 +270,15 @@ runtime::runtime(runtime_options options) {
   impl_ = std::make_unique<impl>(std::move(options));
 }
 
-runtime::~runtime() { stop(stop_mode::drain); }
+runtime::~runtime() {
+  if (worker::current_in(impl_.get()) != nullptr) {
+    // It would wait for the very task that destroys it: a programming error
+    // that no exception can leave a destructor to report.
+    std::fputs("urt: a runtime was destroyed from inside one of its own tasks\n", stderr);
+    std::abort();
+  }
+  stop(stop_mode::drain);
+}
 
 runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec) {
   if (!is_valid_priority(spec.priority)) {

@@ -283,7 +283,7 @@ void worker::cancel_queued() noexcept {
                         [&](task_node* n) { discard(n, cancelled_); });
 }
 
-void worker::handle_exception(std::exception_ptr error) noexcept {
+void worker::handle_exception(const std::exception_ptr& error) noexcept {
   bump(exceptions_);
   if (shared_.on_task_exception) {
     try {

@@ -135,7 +135,7 @@ class worker {
   void update_level() noexcept;
   void idle(run_state seen);
   void spin_to(clock::time_point due) noexcept;
-  void handle_exception(std::exception_ptr error) noexcept;
+  void handle_exception(const std::exception_ptr& error) noexcept;
   static void bump(std::atomic<std::uint64_t>& counter) noexcept;
   void publish_load_hint() noexcept;
 

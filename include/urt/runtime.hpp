@@ -108,7 +108,8 @@ class runtime {
   /// naming a bad option, std::system_error when the OS refuses the policy,
   /// the binding or the memory lock (no worker is left running then).
   explicit runtime(runtime_options options = {});
-  /// Drains: runs every accepted task, then joins the workers.
+  /// Drains: runs every accepted task, then joins the workers. Destroying
+  /// a runtime from inside one of its own tasks aborts the process.
   ~runtime();
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;
