@@ -156,7 +156,10 @@ TEST_CASE("runtime: every task runs on a worker inside its affinity") {
   rt.stop();
   CHECK(ran.load() == 4000);
   CHECK(outside.load() == 0);
-  for (auto& s : seen) CHECK(s.load() > 0);  // singleton sets reach 0 and 7, ranges the rest
+  // The singleton affinities {0} and {7} can only have run there; which
+  // workers the wider sets used is up to placement.
+  CHECK(seen[0].load() > 0);
+  CHECK(seen[7].load() > 0);
 }
 
 TEST_CASE("runtime: placement prefers the worker running at the lowest priority") {
