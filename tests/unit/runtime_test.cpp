@@ -520,6 +520,8 @@ TEST_CASE("runtime: an outside spawn into an idle pool wakes the worker on the c
   urt::runtime rt(o);
   for (unsigned w = 0; w < rt.worker_count(); ++w) {
     CAPTURE(w);
+    // Worker w has run nothing yet: once it has parked it sleeps until rung.
+    while (rt.stats().workers[w].parks == 0) std::this_thread::yield();
     std::atomic<int> ran_on{-1};
     std::thread caller([&] {
       cpu_set_t set;
