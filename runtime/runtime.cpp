@@ -338,8 +338,10 @@ void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
   worker& w = *impl_->workers[ticket.target_];
   if (ticket.local_) {
     w.submit_local(ticket.node_);
-  } else {
-    w.submit_remote(ticket.node_);
+  } else if (w.submit_remote(ticket.node_)) {
+    // Attributed to the sending worker; rings from outside threads are
+    // counted only where they are received.
+    if (worker* self = worker::current_in(impl_.get())) self->count_doorbell_sent();
   }
   ticket.node_ = nullptr;
 }

@@ -217,15 +217,17 @@ std::size_t worker::drain_inbox() noexcept {
   return moved;
 }
 
-void worker::submit_remote(task_node* node) noexcept {
+bool worker::submit_remote(task_node* node) noexcept {
   cds_wfcq_node_init(&node->inbox);
   URT_TSAN_RELEASE(node);
   cds_wfcq_enqueue(__cds_wfcq_head_cast(&inbox_head_), &inbox_tail_, &node->inbox);
   // A full ring(), fence included: the owner may park while this enqueue's
   // link store is still pending (drain_inbox() cannot see the node yet), so
   // the store must be ordered before the load of the parking flag.
-  bell_.ring();
+  return bell_.ring();
 }
+
+void worker::count_doorbell_sent() noexcept { bump(doorbells_sent_); }
 
 void worker::submit_local(task_node* node) noexcept {
   enqueue(node);
@@ -386,6 +388,7 @@ worker_stats worker::stats() const noexcept {
   s.exceptions = exceptions_.load(std::memory_order_relaxed);
   s.parks = parks_.load(std::memory_order_relaxed);
   s.doorbells = bell_.received();
+  s.doorbells_sent = doorbells_sent_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -87,8 +87,10 @@ class worker {
   bool preempt_point() noexcept;
 
   /// Any thread: queues a node this worker will see at its next scheduling
-  /// point, and rings its doorbell if it is parking.
-  void submit_remote(task_node* node) noexcept;
+  /// point, and rings its doorbell if it is parking; true when it rang.
+  bool submit_remote(task_node* node) noexcept;
+  /// Owner only: one of its tasks rang another worker's doorbell.
+  void count_doorbell_sent() noexcept;
   /// Owner only: queues a node directly into the run queue (or, when timed,
   /// into the timer queue).
   void submit_local(task_node* node) noexcept;
@@ -163,6 +165,7 @@ class worker {
   std::atomic<std::uint64_t> cancelled_{0};
   std::atomic<std::uint64_t> exceptions_{0};
   std::atomic<std::uint64_t> parks_{0};
+  std::atomic<std::uint64_t> doorbells_sent_{0};
 
   // Owner-written, read by spawners: refreshed rarely, on a line of its own.
   alignas(64) std::atomic<std::uint64_t> finished_hint_{0};

@@ -17,7 +17,8 @@ struct worker_stats {
   std::uint64_t cancelled = 0;       ///< tasks dropped unrun by stop(cancel)
   std::uint64_t exceptions = 0;      ///< tasks that threw
   std::uint64_t parks = 0;           ///< times the worker slept on its doorbell
-  std::uint64_t doorbells = 0;       ///< doorbell rings that woke it
+  std::uint64_t doorbells = 0;       ///< doorbell rings that woke it (received)
+  std::uint64_t doorbells_sent = 0;  ///< rings its tasks sent to other workers
 
   worker_stats& operator+=(const worker_stats& o) noexcept {
     accepted += o.accepted;
@@ -26,6 +27,7 @@ struct worker_stats {
     exceptions += o.exceptions;
     parks += o.parks;
     doorbells += o.doorbells;
+    doorbells_sent += o.doorbells_sent;
     return *this;
   }
 };

@@ -222,6 +222,23 @@ TEST_CASE("runtime: a spawn from a task stays home only when it outranks the wor
   }
 }
 
+TEST_CASE("runtime: doorbells sent and received are counted per worker") {
+  urt::runtime_options o = synthetic_workers(2);
+  o.idle_spin = std::chrono::nanoseconds{0};
+  urt::runtime rt(o);
+  while (rt.stats().workers[1].parks == 0) std::this_thread::yield();  // worker 1 asleep
+  signal done;
+  rt.spawn(urt::task_spec{.priority = 5, .affinity = urt::worker_set{0}}, [&] {
+    rt.spawn(urt::task_spec{.priority = 5, .affinity = urt::worker_set{1}}, [&] { done.raise(); });
+  });
+  done.wait();
+  rt.stop();
+  const auto stats = rt.stats();
+  CHECK(stats.workers[0].doorbells_sent == 1);  // worker 1 was parked: one ring
+  CHECK(stats.workers[1].doorbells >= 1);       // and it woke worker 1
+  CHECK(stats.workers[1].doorbells_sent == 0);
+}
+
 TEST_CASE("runtime: preempt_point reports a more urgent task waiting on the worker") {
   CHECK_FALSE(urt::preempt_point());  // outside a task
   urt::runtime rt(synthetic_workers(1));
