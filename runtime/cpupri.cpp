@@ -150,6 +150,7 @@ bool cpupri::member(int slot, unsigned worker) const noexcept {
   const shard& s = shards_[shard_of_[worker]];
   const unsigned local = worker - s.workers.first;
   const std::size_t at = s.base + static_cast<std::size_t>(slot) * s.lines;
+  // Acquire: pairs with the release RMWs in publish().
   const std::uint64_t word =
       lines_[at + local / line_bits].words[(local % line_bits) / 64].load(std::memory_order_acquire);
   return ((word >> (local % 64)) & 1) != 0;

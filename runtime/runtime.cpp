@@ -169,6 +169,7 @@ void runtime::impl::ring_all() noexcept {
 }
 
 void runtime::impl::note_change() noexcept {
+  // Release: pairs with the acquire load in wait_quiescent().
   shared.idle_epoch.fetch_add(1, std::memory_order_release);
   shared.idle_epoch.notify_all();
 }
@@ -201,6 +202,7 @@ void runtime::impl::shut_down(run_state via) noexcept {
     ring_all();
     wait_quiescent();
   }
+  // seq_cst like the store above; workers read it with acquire in loop().
   shared.state.store(run_state::stopped, std::memory_order_seq_cst);
   ring_all();
   for (auto& w : workers) w->join();

@@ -157,6 +157,7 @@ void worker::release_due() noexcept {
     if (next->release > now) break;
     timers_.pop();
     // A cancelled series ends at its next release instead of running.
+    // Acquire: pairs with the release store in periodic_task::cancel().
     if (next->series() != nullptr && next->series()->cancelled.load(std::memory_order_acquire)) {
       discard(next, completed_);
       continue;
@@ -243,6 +244,7 @@ void worker::bump(std::atomic<std::uint64_t>& counter) noexcept {
 void worker::count_local_accept() noexcept { bump(accepted_local_); }
 
 void worker::uncount_local_accept() noexcept {
+  // Single writer, like bump(); release for the same pairing.
   accepted_local_.store(accepted_local_.load(std::memory_order_relaxed) - 1,
                         std::memory_order_release);
 }
@@ -258,6 +260,8 @@ void worker::run_task(task_node* node) noexcept {
   if (periodic_state* series = node->series()) {
     // Release k + 1 is start + (k + 1) * period: drift-free, and after an
     // overrun the next releases are simply already due.
+    // Relaxed state: a stale "running" only re-arms once more, and the
+    // series ends at its next release. Acquire: as in release_due().
     if (shared_.state.load(std::memory_order_relaxed) == run_state::running &&
         !series->cancelled.load(std::memory_order_acquire)) {
       node->release += node->period;
@@ -313,6 +317,8 @@ void worker::idle(run_state seen) {
   publish_load_hint();
   if (seen != run_state::running) {
     // Tell stop() to look again: this worker has nothing left to run now.
+    // Release: pairs with the acquire load in wait_quiescent(), which then
+    // sees this worker's finished counts.
     shared_.idle_epoch.fetch_add(1, std::memory_order_release);
     shared_.idle_epoch.notify_all();
   }
@@ -320,8 +326,8 @@ void worker::idle(run_state seen) {
   const clock::time_point due = first_timer != nullptr ? first_timer->release : clock::time_point::max();
   // With timer_spin, wake that much early and spin to the deadline.
   const clock::time_point wake = first_timer != nullptr ? due - shared_.timer_spin : due;
-  // Work became visible (moved into a queue), the state changed, or it is
-  // time to wake for the next release.
+  // Work became visible (moved into a queue), the state changed (acquire:
+  // pairs with stop()'s store), or it is time to wake for the next release.
   const auto changed = [&] {
     return drain_inbox() > 0 || shared_.state.load(std::memory_order_acquire) != seen ||
            (first_timer != nullptr && clock::now() >= wake);
