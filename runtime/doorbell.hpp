@@ -18,10 +18,11 @@
 #pragma once
 
 #include <asio/io_context.hpp>
-#include <asio/posix/stream_descriptor.hpp>
 
 #include <atomic>
 #include <cstdint>
+
+#include "wakeup_fd.hpp"
 
 namespace urt::detail {
 
@@ -34,9 +35,9 @@ class doorbell {
 
   /// Owner: arms the wait; every ring from now on completes one wait, whose
   /// handler drains the eventfd, counts the ring and re-arms.
-  void arm();
+  void arm() { fd_.arm(); }
   /// Owner: cancels the wait (before the io_context is stopped or destroyed).
-  void disarm();
+  void disarm() { fd_.disarm(); }
 
   /// Owner: says it is about to park. Must be followed by a re-check of
   /// everything a ringer may have published, then by park or cancel_parking.
@@ -68,16 +69,12 @@ class doorbell {
   [[nodiscard]] bool parking() const noexcept { return parked_.load(std::memory_order_relaxed); }
 
   /// Rings received (eventfd reads), for stats. Owner writes, anyone reads.
-  [[nodiscard]] std::uint64_t received() const noexcept {
-    return received_.load(std::memory_order_relaxed);
-  }
+  [[nodiscard]] std::uint64_t received() const noexcept { return fd_.total(); }
 
  private:
   void write_eventfd() noexcept;
-  void on_ring();
 
-  asio::posix::stream_descriptor fd_;
-  std::atomic<std::uint64_t> received_{0};
+  wakeup_fd fd_;
   alignas(64) std::atomic<bool> parked_{false};  // written by ringers: own line
 };
 

@@ -31,29 +31,9 @@ int make_timerfd() {
 
 alarm::alarm(asio::io_context& io) : fd_(io, make_timerfd()) {}
 
-void alarm::arm() {
-  fd_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const std::error_code& ec) {
-    if (!ec) on_expiry();
-  });
-}
-
-void alarm::disarm() {
-  std::error_code ignored;
-  fd_.cancel(ignored);
-}
-
-void alarm::on_expiry() {
-  std::uint64_t expirations = 0;
-  // EAGAIN: the timer was re-set after it fired; nothing to count.
-  if (::read(fd_.native_handle(), &expirations, sizeof expirations) == sizeof expirations) {
-    fired_ += expirations;
-  }
-  armed_ = clock::time_point::max();  // a one-shot: it must be set again
-  arm();
-}
-
 void alarm::set(clock::time_point at) noexcept {
-  if (at == armed_) return;
+  // A timerfd is one-shot: once it fired it must be set again.
+  if (at == armed_ && fired() == fired_when_armed_) return;
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
   itimerspec spec{};
   // A deadline at or before the epoch would disarm the timer: use 1 ns.
@@ -61,7 +41,10 @@ void alarm::set(clock::time_point at) noexcept {
   spec.it_value.tv_sec = static_cast<time_t>(when / 1000000000);
   spec.it_value.tv_nsec = static_cast<long>(when % 1000000000);
   // Cannot fail with a valid fd and a normalized absolute time.
-  if (::timerfd_settime(fd_.native_handle(), TFD_TIMER_ABSTIME, &spec, nullptr) == 0) armed_ = at;
+  if (::timerfd_settime(fd_.native_handle(), TFD_TIMER_ABSTIME, &spec, nullptr) == 0) {
+    armed_ = at;
+    fired_when_armed_ = fired();
+  }
 }
 
 }  // namespace urt::detail

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <asio/io_context.hpp>
-#include <asio/posix/stream_descriptor.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -19,6 +18,7 @@
 
 #include "task_node.hpp"
 #include "urt/timer.hpp"
+#include "wakeup_fd.hpp"
 
 namespace urt::detail {
 
@@ -55,19 +55,18 @@ class alarm {
 
   /// Owner: arms the wait; each expiry completes one wait, whose handler
   /// drains the timerfd and re-arms.
-  void arm();
-  void disarm();
-  /// Owner: the next expiry is `at` (absolute). No syscall when already set there.
+  void arm() { fd_.arm(); }
+  void disarm() { fd_.disarm(); }
+  /// Owner: the next expiry is `at` (absolute). No syscall when it is set
+  /// there already and has not fired since.
   void set(clock::time_point at) noexcept;
   /// Expiries seen (owner writes, anyone reads).
-  [[nodiscard]] std::uint64_t fired() const noexcept { return fired_; }
+  [[nodiscard]] std::uint64_t fired() const noexcept { return fd_.total(); }
 
  private:
-  void on_expiry();
-
-  asio::posix::stream_descriptor fd_;
+  wakeup_fd fd_;
   clock::time_point armed_ = clock::time_point::max();
-  std::uint64_t fired_ = 0;
+  std::uint64_t fired_when_armed_ = 0;  // fired() when armed_ was set
 };
 
 template <class Keep, class Drop>
