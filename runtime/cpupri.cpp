@@ -297,8 +297,9 @@ unsigned cpupri::find_bytes(priority_t priority, const worker_set* affinity, uns
   const auto scan = [&](const group& g) {
     low best{0, none};
     const unsigned count = g.workers.count;
-    for (unsigned k = 0; k < count; ++k) {
-      const unsigned w = g.workers.first + (rotation % count + k) % count;
+    const unsigned start = count == 1 ? 0 : rotation % count;  // one division per LLC
+    for (unsigned k = 0, i = start; k < count; ++k, i = i + 1 == count ? 0 : i + 1) {
+      const unsigned w = g.workers.first + i;
       const std::uint8_t v = value(w);
       if (candidate(v) && (best.value == 0 || v < best.value) && allowed(w)) {
         best = low{v, w};
