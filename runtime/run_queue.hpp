@@ -53,6 +53,23 @@ class run_queue {
     if (bitmap_[1] != 0) return priority_max - 64 - std::countr_zero(bitmap_[1]);
     return -1;
   }
+  /// The first entry, most urgent level first and FIFO within a level,
+  /// for which `pred(entry)` holds, stopping (nullptr) once `stop_below`
+  /// is reached: only levels above it are visited. O(entries visited).
+  template <class Pred>
+  [[nodiscard]] rq_link* first_where(Pred pred, int stop_below = -1) const noexcept {
+    for (std::size_t w = 0; w < bitmap_.size(); ++w) {
+      for (std::uint64_t bits = bitmap_[w]; bits != 0; bits &= bits - 1) {
+        const int level = priority_max - static_cast<int>(w * 64) - std::countr_zero(bits);
+        if (level <= stop_below) return nullptr;
+        const rq_link& head = heads_[static_cast<std::size_t>(level)];
+        for (rq_link* e = head.next; e != &head; e = e->next) {
+          if (pred(e)) return e;
+        }
+      }
+    }
+    return nullptr;
+  }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
   [[nodiscard]] std::size_t size_at(int level) const noexcept;

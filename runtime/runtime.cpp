@@ -73,6 +73,16 @@ void runtime_options::validate() const {
       bad_option("cpupri", "value " + std::to_string(static_cast<int>(cpupri)) +
                                " is not a cpupri_layout");
   }
+  switch (migration) {
+    case migration_mode::push_ipi:
+    case migration_mode::pull:
+    case migration_mode::none:
+      break;
+    default:
+      bad_option("migration", "value " + std::to_string(static_cast<int>(migration)) +
+                                  " is not a migration_mode");
+  }
+  if (ipi_timeout.count() <= 0) bad_option("ipi_timeout", ns_text(ipi_timeout) + " is not positive");
   if (lock_memory != memory_lock::none && lock_memory != memory_lock::all) {
     bad_option("lock_memory", "value " + std::to_string(static_cast<int>(lock_memory)) +
                                   " is not a memory_lock");
@@ -93,8 +103,12 @@ struct runtime::impl {
   runtime_options options;
   urt::topology topo;
   std::unique_ptr<detail::cpupri> prio_map;
+  std::unique_ptr<detail::overload_mask> overload;
+  detail::push_token token;
   detail::runtime_shared shared;
   std::vector<std::unique_ptr<worker>> workers;
+  std::vector<detail::rt_queue*> queues;  // by worker id, for the migrator
+  std::unique_ptr<detail::migrator> migrate;
   // PU OS index -> worker id (cpupri::none if no worker), on a real system
   // only: the worker an outside thread shares its CPU with.
   std::vector<unsigned> worker_of_pu;
@@ -127,6 +141,7 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
                             "CAP_IPC_LOCK or a large enough RLIMIT_MEMLOCK)");
   }
   prio_map = std::make_unique<detail::cpupri>(options.cpupri, topo.workers());
+  overload = std::make_unique<detail::overload_mask>(topo.workers());
   if (topo.is_this_system()) {
     for (const worker_place& p : topo.workers()) {
       if (p.pu >= worker_of_pu.size()) worker_of_pu.resize(p.pu + 1, detail::cpupri::none);
@@ -135,6 +150,10 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
   }
   shared.topo = &topo;
   shared.prio_map = prio_map.get();
+  shared.overload = overload.get();
+  shared.token = &token;
+  shared.migration = options.migration;
+  shared.ipi_timeout = options.ipi_timeout;
   shared.idle_spin = options.idle_spin;
   shared.timer_spin = options.timer_spin;
   shared.policy = options.policy;
@@ -144,6 +163,12 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
 
   workers.reserve(n);
   for (unsigned id = 0; id < n; ++id) workers.push_back(std::make_unique<worker>(shared, id));
+  for (auto& w : workers) {
+    shared.peers.push_back(w.get());
+    queues.push_back(&w->queue());
+  }
+  migrate = std::make_unique<detail::migrator>(queues, *prio_map, *overload);
+  shared.migrate = migrate.get();
   detail::startup st(static_cast<std::ptrdiff_t>(n));
   for (std::size_t i = 0; i < n; ++i) {
     try {
@@ -210,12 +235,15 @@ void runtime::impl::shut_down(run_state via) noexcept {
 
 // select_task_rq_rt: stay on the spawning task's worker when it runs at a
 // lower priority; else the lowest-priority worker cpupri finds below the
-// task's; else the least-loaded worker in the affinity.
+// task's; else queue it on the spawning task's worker (which is then
+// overloaded, and push migration moves the task as soon as some worker
+// drops below it); from an outside thread, the least-loaded worker in the
+// affinity.
 unsigned runtime::impl::place(const task_spec& spec, const worker* self) const noexcept {
   const worker_set* affinity = spec.affinity ? &*spec.affinity : nullptr;
   const bool self_allowed =
       self != nullptr && (affinity == nullptr || affinity->contains(self->id()));
-  if (self_allowed && self->published_level() < spec.priority) return self->id();
+  if (self_allowed && prio_map->level(self->id()) < spec.priority) return self->id();
   // The caller's worker; for an outside thread, the worker on the CPU it
   // runs on when that worker is asleep, so that an idle pool wakes the
   // nearest worker (wake-affine: a wake-up on the caller's CPU is cheaper
@@ -232,7 +260,8 @@ unsigned runtime::impl::place(const task_spec& spec, const worker* self) const n
   thread_local unsigned rotation = 0;
   const unsigned found =
       prio_map->find(spec.priority, affinity, near, detail::cpupri::none, rotation++);
-  return found != detail::cpupri::none ? found : place_remote(spec);
+  if (found != detail::cpupri::none) return found;
+  return self_allowed ? self->id() : place_remote(spec);
 }
 
 unsigned runtime::impl::place_remote(const task_spec& spec) const noexcept {
@@ -331,6 +360,7 @@ runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec) {
   }
   node->priority = spec.priority;
   node->any_worker = !spec.affinity.has_value();
+  node->migratable = node->any_worker ? n > 1 : spec.affinity->count() > 1;
   node->timed = false;
   if (spec.affinity) node->affinity = *spec.affinity;
   return spawn_ticket(impl_.get(), node, target, local);

@@ -18,7 +18,9 @@ namespace urt::detail {
 /// it is enqueued), a worker's inbox (until spliced), a worker's run queue,
 /// the running worker, and finally the node pool. Hand-offs go through the
 /// inbox (wfcqueue: its enqueue publishes everything written before it) or
-/// stay on one thread.
+/// stay on one thread. Between workers, a queued node moves under both
+/// workers' queue locks (migrate.hpp); `queued_on` says whose queue holds
+/// it and is written under that queue's lock.
 ///
 /// Layout: everything a spawn and a run touch besides the callable's
 /// captures (hooks, priority, the payload's function pointers) shares the
@@ -31,7 +33,11 @@ struct task_node {
   priority_t priority = priority_normal;
   bool any_worker = true;    // affinity is "every worker"; `affinity` unused
   bool timed = false;        // release/period/periodic below are valid
+  bool migratable = false;   // may run on more than one worker (pushable while queued)
+  unsigned queued_on = 0;    // the worker whose run queue holds it (valid while rq.queued())
   task_payload payload;
+  // Migratable tasks only: the hook of the pushable list while queued.
+  rq_link push;
   // Timed tasks only (spawn_at, every): untouched by plain spawns.
   clock::time_point release{};
   std::chrono::nanoseconds period{0};     // > 0: a periodic series
@@ -48,6 +54,14 @@ struct task_node {
   }
   static task_node* from_rq(rq_link* l) noexcept {
     return reinterpret_cast<task_node*>(reinterpret_cast<std::byte*>(l) - offsetof(task_node, rq));
+  }
+  static task_node* from_push(rq_link* l) noexcept {
+    return reinterpret_cast<task_node*>(reinterpret_cast<std::byte*>(l) -
+                                        offsetof(task_node, push));
+  }
+  /// Whether the task may run on worker `w`.
+  [[nodiscard]] bool allowed_on(unsigned w) const noexcept {
+    return any_worker || affinity.contains(w);
   }
   static task_node* from_inbox(cds_wfcq_node* n) noexcept {
     return reinterpret_cast<task_node*>(reinterpret_cast<std::byte*>(n) -

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -27,12 +28,9 @@ thread_local worker* tls_worker = nullptr;
 thread_local const void* tls_owner = nullptr;
 thread_local task_node* tls_task = nullptr;
 
-void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
+std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -70,9 +68,10 @@ void worker::main(startup& st) {
   tls_owner = shared_.owner;
   bell_.arm();
   alarm_.arm();
-  update_level();  // idle: routable from now on
+  q_.lock.lock();
+  shared_.migrate->publish(id_);  // idle: routable from now on
+  q_.lock.unlock();
   loop();
-  shared_.prio_map->set(id_, cpupri::level_invalid);
   bell_.disarm();
   alarm_.disarm();
   work_.reset();
@@ -103,51 +102,145 @@ void worker::loop() {
     // Acquire: pairs with the seq_cst store in stop(); a worker that sees
     // a new state sees everything stop() did before it.
     const run_state seen = shared_.state.load(std::memory_order_acquire);
-    drain_inbox();
-    if (seen != run_state::running && !series_ended_) end_periodic_series();
-    if (seen == run_state::cancelling) cancel_queued();
-    release_due();
-    if (rq_link* next = rq_.pop()) {
-      // Unlinking `next` pulled in the new head; start fetching the one
-      // after it, so a long queue costs overlapping misses, not serial ones.
-      if (const rq_link* head = rq_.peek(); head != nullptr) __builtin_prefetch(head->next, 1);
-      task_node* node = task_node::from_rq(next);
-      running_level_ = node->priority;
-      update_level();
+    if (task_node* node = step(seen)) {
       run_task(node);
-      running_level_ = cpupri::level_idle;
       continue;
     }
-    update_level();  // nothing runnable: idle (pending timers do not count)
-    if (seen == run_state::stopped) return;
+    if (seen == run_state::stopped) return close();
     idle(seen);
   }
 }
 
-void worker::enqueue(task_node* node) {
+task_node* worker::step(run_state seen) noexcept {
+  migrator& m = *shared_.migrate;
+  q_.lock.lock();
+  const int before = q_.published;  // the level this worker showed until now
+  q_.running = cpupri::level_idle;  // the previous task (if any) is done
+  q_.moved_in.store(false, std::memory_order_relaxed);  // we look now
+  drain_inbox();
+  if (seen != run_state::running && !series_ended_) end_periodic_series();
+  if (seen == run_state::cancelling) cancel_queued();
+  release_due();
+  if (shared_.migration == migration_mode::pull && q_.current() < before &&
+      shared_.overload->any()) {
+    // pull_rt_task: before picking, take what overloaded workers queue
+    // above what would run here next.
+    q_.lock.unlock();
+    const unsigned pulled = m.pull_all(id_);
+    pulls_.store(pulls_.load(std::memory_order_relaxed) + pulled, std::memory_order_relaxed);
+    q_.lock.lock();
+  }
+  task_node* node = q_.pop();
+  if (node != nullptr) {
+    // Unlinking `node` pulled in the new head; start fetching the one
+    // after it, so a long queue costs overlapping misses, not serial ones.
+    if (const rq_link* head = q_.rq.peek(); head != nullptr) __builtin_prefetch(head->next, 1);
+    q_.running = node->priority;
+  }
+  m.publish(id_);
+  const bool lowered = q_.published < before;
+  const bool overloaded = q_.overloaded;
+  q_.lock.unlock();
+  if (lowered) after_lowering();
+  if (overloaded) push_tasks();  // after each task switch (push_rt_tasks)
+  serve_token();
+  return node;
+}
+
+void worker::close() noexcept {
+  q_.lock.lock();
+  q_.running = cpupri::level_invalid;  // nothing may be moved in any more
+  shared_.migrate->publish(id_);
+  q_.lock.unlock();
+}
+
+void worker::enqueue(task_node* node) noexcept {
   if (node->timed) {
     timers_.push(node);
   } else {
-    rq_.push_back(&node->rq, node->priority);
+    q_.enqueue(node, id_);
   }
 }
 
-// An empty run queue reports top_level() -1, which is cpupri's idle level.
-static_assert(cpupri::level_idle == -1);
-
-void worker::update_level() noexcept {
-  // Current priority: the highest of the running task and the queued ones.
-  const int level = std::max(running_level_, rq_.top_level());
-  if (level == published_level_) return;
-  shared_.prio_map->set(id_, level);
-  published_level_ = level;
-}
-
 bool worker::preempt_point() noexcept {
+  q_.lock.lock();
   drain_inbox();
   release_due();
-  update_level();
-  return rq_.top_level() > running_level_;
+  shared_.migrate->publish(id_);
+  bool urgent = q_.rq.top_level() > q_.running;
+  const bool overloaded = q_.overloaded;
+  q_.lock.unlock();
+  if (overloaded) push_tasks();
+  serve_token();
+  if (urgent && overloaded) {
+    // The urgent task may just have been pushed to a worker that runs it now.
+    q_.lock.lock();
+    urgent = q_.rq.top_level() > q_.running;
+    q_.lock.unlock();
+  }
+  return urgent;
+}
+
+void worker::push_tasks() noexcept {
+  // push_rt_tasks: while a push succeeds. Each success fills a worker that
+  // was strictly lower, so the worker count bounds the loop.
+  for (std::size_t i = 0; i < shared_.peers.size(); ++i) {
+    const unsigned target = shared_.migrate->push_one(id_, rotation_++);
+    if (target == migrator::none) return;
+    bump(pushes_);
+    ring_peer(target);
+  }
+}
+
+void worker::ring_peer(unsigned target) noexcept {
+  if (shared_.peers[target]->ring()) bump(doorbells_sent_);
+}
+
+void worker::after_lowering() noexcept {
+  if (shared_.migration != migration_mode::push_ipi) return;
+  // Pairs with the seq_cst count RMW in overload_mask::set() (a Dekker
+  // pair): our lowered level, stored in publish(), is ordered before the
+  // load of the overload count, and a worker entering overload orders its
+  // count before its cpupri reads; so either it sees us lower and pushes,
+  // or we see it overloaded and request a push.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!shared_.overload->any()) return;
+  send_hop(shared_.token->request(id_, *shared_.overload, now_ns()));
+  take_over_stuck_token();
+}
+
+bool worker::hand_token(std::uint64_t seq) noexcept {
+  // Release: pairs with the acquire exchange in serve_token().
+  token_seq_.store(seq, std::memory_order_release);
+  return bell_.ring();
+}
+
+void worker::send_hop(push_token::hop h) noexcept {
+  if (h.target == push_token::none) return;
+  bump(token_hops_);
+  if (shared_.peers[h.target]->hand_token(h.seq)) bump(doorbells_sent_);
+}
+
+void worker::serve_token() noexcept {
+  // Relaxed first look: the common case (no hop) costs no RMW.
+  if (token_seq_.load(std::memory_order_relaxed) == 0) return;
+  // Acquire: pairs with the release store in hand_token().
+  const std::uint64_t seq = token_seq_.exchange(0, std::memory_order_acquire);
+  if (seq == 0) return;
+  push_tasks();
+  send_hop(shared_.token->forward(id_, seq, *shared_.overload, now_ns()));
+}
+
+bool worker::take_over_stuck_token() noexcept {
+  push_token& token = *shared_.token;
+  if (shared_.migration != migration_mode::push_ipi || !token.travelling()) return false;
+  const push_token::takeover t =
+      token.take_over_stuck(id_, *shared_.overload, now_ns(), shared_.ipi_timeout.count());
+  if (t.stuck == push_token::none) return false;
+  bump(fallbacks_);
+  if (shared_.migrate->pull_from(id_, t.stuck)) bump(pulls_);
+  send_hop(t.next);
+  return true;
 }
 
 void worker::release_due() noexcept {
@@ -162,7 +255,7 @@ void worker::release_due() noexcept {
       discard(next, completed_);
       continue;
     }
-    rq_.push_back(&next->rq, next->priority);
+    q_.enqueue(next, id_);
   }
 }
 
@@ -231,8 +324,14 @@ bool worker::submit_remote(task_node* node) noexcept {
 void worker::count_doorbell_sent() noexcept { bump(doorbells_sent_); }
 
 void worker::submit_local(task_node* node) noexcept {
+  q_.lock.lock();
   enqueue(node);
-  update_level();  // a more urgent child raises this worker at once
+  shared_.migrate->publish(id_);  // a more urgent child raises this worker at once
+  const bool overloaded = q_.overloaded;
+  q_.lock.unlock();
+  // The running task goes on, so the new one does not run next: push it
+  // (or a more urgent queued one) to a lower worker if there is one.
+  if (overloaded) push_tasks();
 }
 
 void worker::bump(std::atomic<std::uint64_t>& counter) noexcept {
@@ -284,7 +383,7 @@ void worker::publish_load_hint() noexcept {
 }
 
 void worker::cancel_queued() noexcept {
-  while (rq_link* link = rq_.pop()) discard(task_node::from_rq(link), cancelled_);
+  while (task_node* node = q_.pop()) discard(node, cancelled_);
   timers_.remove_if_not([](task_node*) { return false; },
                         [&](task_node* n) { discard(n, cancelled_); });
 }
@@ -313,6 +412,20 @@ void worker::handle_exception(const std::exception_ptr& error) noexcept {
                tls_task != nullptr ? tls_task->priority : -1, id_, what.c_str());
 }
 
+bool worker::work_pending() const noexcept {
+  // The inbox check is a wfcqueue read that is safe against concurrent
+  // enqueues; a node whose enqueue is still in flight counts as pending
+  // (the step that follows takes it once it is linked). The splice list
+  // keeps such a node between steps. Relaxed flags: they only decide to
+  // take the lock and look (moved_in), or to exchange the hop (token_seq_).
+  auto* inbox = const_cast<__cds_wfcq_head*>(&inbox_head_);  // NOLINT: the C API is not const
+  auto* spliced = const_cast<__cds_wfcq_head*>(&splice_head_);  // NOLINT: likewise
+  return !cds_wfcq_empty(__cds_wfcq_head_cast(inbox), const_cast<cds_wfcq_tail*>(&inbox_tail_)) ||
+         !cds_wfcq_empty(__cds_wfcq_head_cast(spliced), const_cast<cds_wfcq_tail*>(&splice_tail_)) ||
+         q_.moved_in.load(std::memory_order_relaxed) ||
+         token_seq_.load(std::memory_order_relaxed) != 0;
+}
+
 void worker::idle(run_state seen) {
   publish_load_hint();
   if (seen != run_state::running) {
@@ -322,15 +435,28 @@ void worker::idle(run_state seen) {
     shared_.idle_epoch.fetch_add(1, std::memory_order_release);
     shared_.idle_epoch.notify_all();
   }
+  // push_ipi: an idle worker is the one that benefits from migration, so
+  // it watches the travelling token: once the pending hop is older than
+  // ipi_timeout, it takes the hop over (one pull from the stuck worker).
+  clock::time_point token_due = clock::time_point::max();
+  if (shared_.migration == migration_mode::push_ipi && shared_.overload->any()) {
+    if (take_over_stuck_token()) return;
+    const std::int64_t due_ns = shared_.token->hop_deadline(shared_.ipi_timeout.count());
+    if (due_ns != std::numeric_limits<std::int64_t>::max() &&
+        shared_.token->holder() != id_) {
+      token_due = clock::time_point(std::chrono::nanoseconds(due_ns));
+    }
+  }
   const task_node* first_timer = timers_.top();
   const clock::time_point due = first_timer != nullptr ? first_timer->release : clock::time_point::max();
   // With timer_spin, wake that much early and spin to the deadline.
-  const clock::time_point wake = first_timer != nullptr ? due - shared_.timer_spin : due;
-  // Work became visible (moved into a queue), the state changed (acquire:
-  // pairs with stop()'s store), or it is time to wake for the next release.
+  const clock::time_point timer_wake = first_timer != nullptr ? due - shared_.timer_spin : due;
+  const clock::time_point wake = std::min(timer_wake, token_due);
+  // Work became visible, the state changed (acquire: pairs with stop()'s
+  // store), or it is time to wake for the next release or the token check.
   const auto changed = [&] {
-    return drain_inbox() > 0 || shared_.state.load(std::memory_order_acquire) != seen ||
-           (first_timer != nullptr && clock::now() >= wake);
+    return work_pending() || shared_.state.load(std::memory_order_acquire) != seen ||
+           (wake != clock::time_point::max() && clock::now() >= wake);
   };
   if (shared_.idle_spin.count() > 0) {
     const auto deadline = clock::now() + shared_.idle_spin;
@@ -340,10 +466,11 @@ void worker::idle(run_state seen) {
       if (spins % 64 == 63 && clock::now() >= deadline) break;
     }
   }
-  if (first_timer != nullptr) alarm_.set(wake);
+  if (wake != clock::time_point::max()) alarm_.set(wake);
   bell_.announce_parking();
   // The re-check after the announcement. Parking is safe even when a node's
-  // enqueue is still in flight: its spawner rings after linking it.
+  // enqueue is still in flight: its spawner rings after linking it; so do
+  // a pusher after moving a task in and a token sender after its hop.
   if (changed()) {
     bell_.cancel_parking();
     return spin_to(due);
@@ -360,7 +487,7 @@ void worker::spin_to(clock::time_point due) noexcept {
   if (shared_.timer_spin.count() == 0 || due == clock::time_point::max()) return;
   if (clock::now() < due - shared_.timer_spin) return;  // woken early for something else
   while (clock::now() < due) {
-    if (drain_inbox() > 0 || !rq_.empty()) return;
+    if (work_pending()) return;
     cpu_relax();
   }
 }
@@ -368,9 +495,12 @@ void worker::spin_to(clock::time_point due) noexcept {
 std::uint64_t worker::load() const noexcept {
   // The hint is read last and may be ahead of the acceptances read first
   // (tasks accepted and finished in between): clamp instead of wrapping.
+  // Tasks moved away count as finished here, tasks moved in as accepted.
   const std::uint64_t accepted = accepted_remote_.load(std::memory_order_relaxed) +
-                                 accepted_local_.load(std::memory_order_relaxed);
-  const std::uint64_t finished = finished_hint_.load(std::memory_order_relaxed);
+                                 accepted_local_.load(std::memory_order_relaxed) +
+                                 q_.migrated_in.load(std::memory_order_relaxed);
+  const std::uint64_t finished = finished_hint_.load(std::memory_order_relaxed) +
+                                 q_.migrated_out.load(std::memory_order_relaxed);
   return accepted > finished ? accepted - finished : 0;
 }
 
@@ -395,6 +525,12 @@ worker_stats worker::stats() const noexcept {
   s.parks = parks_.load(std::memory_order_relaxed);
   s.doorbells = bell_.received();
   s.doorbells_sent = doorbells_sent_.load(std::memory_order_relaxed);
+  s.pushes = pushes_.load(std::memory_order_relaxed);
+  s.pulls = pulls_.load(std::memory_order_relaxed);
+  s.token_hops = token_hops_.load(std::memory_order_relaxed);
+  s.fallbacks = fallbacks_.load(std::memory_order_relaxed);
+  s.migrated_in = q_.migrated_in.load(std::memory_order_relaxed);
+  s.migrated_out = q_.migrated_out.load(std::memory_order_relaxed);
   return s;
 }
 

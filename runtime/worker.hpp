@@ -1,12 +1,18 @@
 // worker: one pinned OS thread, its run queue, inbox and doorbell.
 //
 // Concurrency:
-//   - submit_remote() and ring(): any thread, concurrently with everything.
-//     The inbox is a wfcqueue: enqueue is wait-free and excludes nothing.
+//   - submit_remote(), ring() and hand_token(): any thread, concurrently
+//     with everything. The inbox is a wfcqueue: enqueue is wait-free and
+//     excludes nothing.
 //   - submit_local(): only on the worker's own thread (from inside a task).
-//   - the run queue, the local splice list and the io_context: owner only.
+//   - the rt_queue (run queue, pushable list, running level): under its
+//     lock, taken by the owner for each scheduling step and by other
+//     workers for a push or pull (migrate.hpp).
+//   - the timer queue, the local splice list and the io_context: owner only.
 //   - counters: each has one writer (noted below); anyone may read them.
-// Progress: submission is wait-free; the worker blocks only when parked.
+// Progress: submission is wait-free; the worker blocks only when parked;
+// a migration waits for at most two queue locks, each held for a few list
+// operations.
 #pragma once
 
 #include <urcu/wfcqueue.h>
@@ -22,9 +28,12 @@
 #include <latch>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "cpupri.hpp"
 #include "doorbell.hpp"
+#include "migrate.hpp"
+#include "overload.hpp"
 #include "run_queue.hpp"
 #include "task_node.hpp"
 #include "timer_queue.hpp"
@@ -50,7 +59,13 @@ struct runtime_shared {
   std::atomic<bool> exception_reported{false};
 
   const topology* topo = nullptr;
-  cpupri* prio_map = nullptr;  // each worker sets only its own level
+  cpupri* prio_map = nullptr;      // a worker's level is set under its queue lock
+  overload_mask* overload = nullptr;
+  migrator* migrate = nullptr;
+  push_token* token = nullptr;
+  std::vector<class worker*> peers;  // by id: whom a push or a token hop rings
+  migration_mode migration = migration_mode::push_ipi;
+  std::chrono::nanoseconds ipi_timeout{0};
   std::chrono::nanoseconds idle_spin{0};
   std::chrono::nanoseconds timer_spin{0};
   worker_policy policy = worker_policy::other;
@@ -80,8 +95,8 @@ class worker {
   void join();
 
   [[nodiscard]] unsigned id() const noexcept { return id_; }
-  /// Owner only: the level this worker last published (its current priority).
-  [[nodiscard]] int published_level() const noexcept { return published_level_; }
+  /// The part other workers move tasks in and out of, under its lock.
+  [[nodiscard]] rt_queue& queue() noexcept { return q_; }
   /// Owner only, inside a task: takes in pending work; true when a task more
   /// urgent than the running one is queued here (urt::preempt_point()).
   bool preempt_point() noexcept;
@@ -94,8 +109,12 @@ class worker {
   /// Owner only: queues a node directly into the run queue (or, when timed,
   /// into the timer queue).
   void submit_local(task_node* node) noexcept;
-  /// Any thread: wakes the worker if it is parking (after a state change).
-  void ring() noexcept { bell_.ring(); }
+  /// Any thread: wakes the worker if it is parking (after a state change
+  /// or a task moved in); true when it wrote the doorbell.
+  bool ring() noexcept { return bell_.ring(); }
+  /// Any thread holding the push token: asks this worker to push at its
+  /// next scheduling point and forward the token (hop `seq`); rings it.
+  bool hand_token(std::uint64_t seq) noexcept;
   /// Any thread: whether the worker is (about to be) asleep on its doorbell.
   [[nodiscard]] bool parking() const noexcept { return bell_.parking(); }
 
@@ -127,14 +146,30 @@ class worker {
   void main(startup& st);
   void set_up();
   void loop();
+  // One scheduling step under the queue lock: take in new work, pick the
+  // next task, publish; then the migration the step calls for. Returns the
+  // task to run, or nullptr.
+  task_node* step(run_state seen) noexcept;
+  void close() noexcept;
+  // Under the queue lock: inbox and due timers into the run queue.
   std::size_t drain_inbox() noexcept;
-  void run_task(task_node* node) noexcept;
-  void cancel_queued() noexcept;
-  void enqueue(task_node* node);
   void release_due() noexcept;
+  void enqueue(task_node* node) noexcept;
+  void cancel_queued() noexcept;
   void end_periodic_series() noexcept;
+  // Lock-free: whether a step would find something new (inbox, a task
+  // moved in, a token hop).
+  [[nodiscard]] bool work_pending() const noexcept;
+  // Migration (no lock held): push while it makes progress; the push_ipi
+  // request after lowering; serving a token hop; the stuck-token fallback.
+  void push_tasks() noexcept;
+  void after_lowering() noexcept;
+  void serve_token() noexcept;
+  bool take_over_stuck_token() noexcept;
+  void send_hop(push_token::hop h) noexcept;
+  void ring_peer(unsigned target) noexcept;
+  void run_task(task_node* node) noexcept;
   void discard(task_node* node, std::atomic<std::uint64_t>& counter) noexcept;
-  void update_level() noexcept;
   void idle(run_state seen);
   void spin_to(clock::time_point due) noexcept;
   void handle_exception(const std::exception_ptr& error) noexcept;
@@ -147,16 +182,17 @@ class worker {
   const unsigned id_;
   std::thread thread_;
 
+  // Guarded by its own lock.
+  rt_queue q_;
+
   // Owner-only state.
-  run_queue rq_;
   asio::io_context io_{1};
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   doorbell bell_{io_};
   alarm alarm_{io_};
   timer_queue timers_;
   bool series_ended_ = false;  // periodic series ended once stop() began
-  int running_level_ = cpupri::level_idle;     // priority of the running task
-  int published_level_ = cpupri::level_invalid;  // what cpupri shows for us
+  unsigned rotation_ = 0;  // spreads this worker's pushes over equal targets
   __cds_wfcq_head splice_head_{};
   cds_wfcq_tail splice_tail_{};
 
@@ -166,6 +202,10 @@ class worker {
   std::atomic<std::uint64_t> exceptions_{0};
   std::atomic<std::uint64_t> parks_{0};
   std::atomic<std::uint64_t> doorbells_sent_{0};
+  std::atomic<std::uint64_t> pushes_{0};
+  std::atomic<std::uint64_t> pulls_{0};
+  std::atomic<std::uint64_t> token_hops_{0};  // hops this worker sent
+  std::atomic<std::uint64_t> fallbacks_{0};   // stuck hops it took over
 
   // Owner-written, read by spawners: refreshed rarely, on a line of its own.
   alignas(64) std::atomic<std::uint64_t> finished_hint_{0};
@@ -173,6 +213,9 @@ class worker {
 
   // Written by spawners on other threads: a line of their own.
   alignas(64) std::atomic<std::uint64_t> accepted_remote_{0};
+  // The token hop this worker is asked to serve (0: none); written by the
+  // worker that sends the hop, exchanged by the owner.
+  alignas(64) std::atomic<std::uint64_t> token_seq_{0};
 
   // The inbox: producers touch the tail, the owner the head.
   alignas(64) cds_wfcq_tail inbox_tail_{};

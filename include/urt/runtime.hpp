@@ -31,6 +31,25 @@ enum class memory_lock : unsigned char {
   all,  ///< mlockall(MCL_CURRENT | MCL_FUTURE); never undone (it is process-wide)
 };
 
+/// What a worker does when it lowers its priority (its next task is less
+/// urgent than the one that finished, or it goes idle) while some worker is
+/// overloaded (has a queued task that could run elsewhere).
+enum class migration_mode : unsigned char {
+  /// One push token per runtime travels over the overloaded workers, each
+  /// rung through its doorbell; each pushes its queued tasks to lower
+  /// workers at its next scheduling point (the kernel's RT_PUSH_IPI). A
+  /// worker that keeps the token past runtime_options::ipi_timeout has one
+  /// task pulled from it and the token sent on. The default.
+  push_ipi,
+  /// The lowering worker locks the queue of every overloaded worker and
+  /// takes the most urgent task it can run (the kernel before RT_PUSH_IPI;
+  /// kept to compare: many lowering workers contend on one overloaded queue).
+  pull,
+  /// Nothing on lowering. Overloaded workers still push at their own
+  /// scheduling points.
+  none,
+};
+
 /// How stop() treats tasks that are accepted but have not run.
 enum class stop_mode : unsigned char {
   drain,   ///< run every accepted task, including ones spawned while draining
@@ -58,6 +77,13 @@ struct runtime_options {
   /// all layouts place identically, per_llc_bytes updates cheapest (see
   /// bench/cpupri_bench).
   cpupri_layout cpupri = cpupri_layout::per_llc_bytes;
+  /// What a worker that lowers its priority does about overloaded workers.
+  migration_mode migration = migration_mode::push_ipi;
+  /// push_ipi: how long the worker holding the push token may take to reach
+  /// a scheduling point before a lowering or idle worker pulls one task from
+  /// it and sends the token on, so that one long task cannot stall
+  /// migration. IPI_TIMEOUT_RATIONALE
+  std::chrono::nanoseconds ipi_timeout = std::chrono::microseconds{200};
   /// OS policy of the worker threads.
   worker_policy policy = worker_policy::other;
   /// SCHED_FIFO priority of the workers when policy == fifo (1..99).

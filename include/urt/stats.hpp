@@ -18,7 +18,13 @@ struct worker_stats {
   std::uint64_t exceptions = 0;      ///< tasks that threw
   std::uint64_t parks = 0;           ///< times the worker slept on its doorbell
   std::uint64_t doorbells = 0;       ///< doorbell rings that woke it (received)
-  std::uint64_t doorbells_sent = 0;  ///< rings its tasks sent to other workers
+  std::uint64_t doorbells_sent = 0;  ///< rings it (or its tasks) sent to other workers
+  std::uint64_t pushes = 0;          ///< tasks it pushed to lower workers
+  std::uint64_t pulls = 0;           ///< tasks it pulled from overloaded workers
+  std::uint64_t token_hops = 0;      ///< push-token hops it sent
+  std::uint64_t fallbacks = 0;       ///< stuck token hops it took over (ipi_timeout)
+  std::uint64_t migrated_in = 0;     ///< tasks moved into its queue by a push or pull
+  std::uint64_t migrated_out = 0;    ///< tasks moved out of its queue
 
   worker_stats& operator+=(const worker_stats& o) noexcept {
     accepted += o.accepted;
@@ -28,6 +34,12 @@ struct worker_stats {
     parks += o.parks;
     doorbells += o.doorbells;
     doorbells_sent += o.doorbells_sent;
+    pushes += o.pushes;
+    pulls += o.pulls;
+    token_hops += o.token_hops;
+    fallbacks += o.fallbacks;
+    migrated_in += o.migrated_in;
+    migrated_out += o.migrated_out;
     return *this;
   }
 };

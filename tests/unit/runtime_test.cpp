@@ -181,16 +181,20 @@ TEST_CASE("runtime: placement prefers the worker running at the lowest priority"
       });
     }
     for (auto& b : busy) b.wait();
-    std::vector<std::atomic<int>> ran_on(3);
     // Each of these can run only below it: 30 -> worker 1 (10); 60 -> worker 1
-    // too (lowest level first, then 0 at 50).
+    // too (lowest level first, then 0 at 50). Placement is what a worker
+    // accepts; once released, push migration may move queued tasks on.
+    std::atomic<int> ran{0};
     for (int i = 0; i < 20; ++i) {
-      rt.spawn(urt::task_spec{.priority = i % 2 == 0 ? 30 : 60},
-               [&] { ran_on[urt::this_task::worker_id()].fetch_add(1); });
+      rt.spawn(urt::task_spec{.priority = i % 2 == 0 ? 30 : 60}, [&] { ran.fetch_add(1); });
     }
+    const urt::runtime_stats placed = rt.stats();
     release.open();
     rt.stop();
-    CHECK(ran_on[1].load() == 20);
+    CHECK(placed.workers[0].accepted == 1);
+    CHECK(placed.workers[1].accepted == 21);
+    CHECK(placed.workers[2].accepted == 1);
+    CHECK(ran.load() == 20);
   }
 }
 
@@ -198,27 +202,41 @@ TEST_CASE("runtime: a spawn from a task stays home only when it outranks the wor
   for (int round = 0; round < 10; ++round) {
     CAPTURE(round);
     urt::runtime rt(synthetic_workers(2));
-    std::array<std::atomic<int>, 3> where{};  // worker id + 1 per child
-    unsigned parent = 0;
-    // The parent runs at 50 and places three children while its worker is
-    // busy with it; the other worker is idle.
-    rt.spawn(urt::task_spec{.priority = 50}, [&] {
-      parent = urt::this_task::worker_id();
-      const auto record = [&](int i) {
-        where[static_cast<std::size_t>(i)].store(static_cast<int>(urt::this_task::worker_id()) + 1);
-      };
-      // Outranks its worker (50): stays home, raising the worker to 60.
-      rt.spawn(urt::task_spec{.priority = 60}, [record] { record(0); });
-      // The idle worker is lower than home (60): goes there.
-      rt.spawn(urt::task_spec{.priority = 10}, [record] { record(1); });
-      // Equal to home (60) is not lower: goes to the other worker (idle or 10).
-      rt.spawn(urt::task_spec{.priority = 60}, [record] { record(2); });
+    // Worker 1 is held at 20; the parent runs at 50 on worker 0.
+    gate release;
+    signal busy;
+    rt.spawn(urt::task_spec{.priority = 20, .affinity = urt::worker_set{1}}, [&] {
+      busy.raise();
+      release.wait();
     });
+    busy.wait();
+    std::array<std::atomic<int>, 3> ran{};
+    std::array<urt::runtime_stats, 3> after{};
+    rt.spawn(urt::task_spec{.priority = 50, .affinity = urt::worker_set{0}}, [&] {
+      // Outranks its worker (50): placed home, then pushed at once to
+      // worker 1 (20 < 60), since the running parent keeps home busy.
+      rt.spawn(urt::task_spec{.priority = 60}, [&] { ran[0].fetch_add(1); });
+      after[0] = rt.stats();
+      // No worker is below 10 (home 50, worker 1 now 60): queued home.
+      rt.spawn(urt::task_spec{.priority = 10}, [&] { ran[1].fetch_add(1); });
+      after[1] = rt.stats();
+      // Home (50) is below 60 again: stays home; worker 1 (60) is not
+      // below it, so no push.
+      rt.spawn(urt::task_spec{.priority = 60}, [&] { ran[2].fetch_add(1); });
+      after[2] = rt.stats();
+    });
+    // Worker 0 accepted 1 (the parent) + 3 children; worker 1 only its blocker.
+    for (int i = 0; i < 3; ++i) {
+      CAPTURE(i);
+      CHECK(after[static_cast<std::size_t>(i)].workers[0].accepted == 2 + static_cast<unsigned>(i));
+      CHECK(after[static_cast<std::size_t>(i)].workers[1].accepted == 1);
+      CHECK(after[static_cast<std::size_t>(i)].workers[0].migrated_out == 1);
+      CHECK(after[static_cast<std::size_t>(i)].workers[1].migrated_in == 1);
+      CHECK(after[static_cast<std::size_t>(i)].workers[0].pushes == 1);
+    }
+    release.open();
     rt.stop();
-    const int home = static_cast<int>(parent) + 1;
-    CHECK(where[0].load() == home);
-    CHECK(where[1].load() == 3 - home);
-    CHECK(where[2].load() == 3 - home);
+    for (auto& r : ran) CHECK(r.load() == 1);
   }
 }
 

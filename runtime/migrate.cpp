@@ -1,0 +1,140 @@
+#include "migrate.hpp"
+
+namespace urt::detail {
+
+void rt_queue::enqueue(task_node* node, unsigned self) noexcept {
+  node->queued_on = self;
+  rq.push_back(&node->rq, node->priority);
+  if (node->migratable) pushable.push_back(&node->push, node->priority);
+}
+
+void rt_queue::remove(task_node* node) noexcept {
+  rq.remove(&node->rq);
+  if (node->push.queued()) pushable.remove(&node->push);
+}
+
+task_node* rt_queue::pop() noexcept {
+  rq_link* link = rq.peek();
+  if (link == nullptr) return nullptr;
+  task_node* node = task_node::from_rq(link);
+  remove(node);
+  return node;
+}
+
+task_node* rt_queue::first_pushable() const noexcept {
+  rq_link* link = pushable.peek();
+  return link != nullptr ? task_node::from_push(link) : nullptr;
+}
+
+void migrator::publish(unsigned w) noexcept {
+  rt_queue& queue = q(w);
+  const int level = queue.current();
+  if (level != queue.published) {
+    prio_.set(w, level);
+    queue.published = level;
+  }
+  const bool overloaded = !queue.pushable.empty();
+  if (overloaded != queue.overloaded) {
+    overload_.set(w, overloaded);
+    queue.overloaded = overloaded;
+  }
+}
+
+bool migrator::lock_second(unsigned a, unsigned b) noexcept {
+  if (b > a) {
+    q(b).lock.lock();
+    return true;
+  }
+  if (q(b).lock.try_lock()) return true;
+  // b < a and b is busy: take them in id order (kernel double_lock_balance).
+  q(a).lock.unlock();
+  q(b).lock.lock();
+  q(a).lock.lock();
+  return false;
+}
+
+void migrator::move(task_node* node, unsigned from, unsigned to) noexcept {
+  rt_queue& src = q(from);
+  rt_queue& dst = q(to);
+  src.remove(node);
+  dst.enqueue(node, to);
+  // Single writer at a time (the lock holder): load + store, no RMW.
+  src.migrated_out.store(src.migrated_out.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
+  dst.migrated_in.store(dst.migrated_in.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+  // Relaxed: the owner's idle spin only uses it to decide to take the lock,
+  // whose acquire then shows the queued task. The doorbell the caller rings
+  // after unlocking orders it against the owner's parking (doorbell.hpp).
+  dst.moved_in.store(true, std::memory_order_relaxed);
+  publish(from);
+  publish(to);
+}
+
+unsigned migrator::push_one(unsigned self, unsigned rotation) noexcept {
+  rt_queue& src = q(self);
+  for (int tries = 0; tries < max_push_tries; ++tries) {
+    src.lock.lock();
+    task_node* task = src.first_pushable();
+    if (task == nullptr) {
+      src.lock.unlock();
+      return none;
+    }
+    const unsigned target =
+        prio_.find(task->priority, task->any_worker ? nullptr : &task->affinity, self, none,
+                   rotation + static_cast<unsigned>(tries));
+    if (target == none || target == self) {
+      src.lock.unlock();
+      return none;
+    }
+    rt_queue& dst = q(target);
+    // When our lock was dropped on the way, the task may have run (and its
+    // node been reused) meanwhile: compare the pointer before reading it.
+    const bool still_first = lock_second(self, target) || task == src.first_pushable();
+    // Invariant 6: strictly lower, checked with the target's lock held.
+    const bool ok = still_first && dst.running != cpupri::level_invalid &&
+                    task->allowed_on(target) && dst.current() < task->priority;
+    if (ok) move(task, self, target);
+    dst.lock.unlock();
+    src.lock.unlock();
+    if (ok) return target;
+  }
+  return none;
+}
+
+bool migrator::pull_from(unsigned self, unsigned src_id) noexcept {
+  if (src_id == self) return false;
+  rt_queue& me = q(self);
+  rt_queue& src = q(src_id);
+  rt_queue& first = self < src_id ? me : src;
+  rt_queue& second = self < src_id ? src : me;
+  first.lock.lock();
+  second.lock.lock();
+  bool moved = false;
+  if (me.running != cpupri::level_invalid) {
+    // The most urgent pushable task there that may run here and beats
+    // what would run here next (kernel pick_highest_pushable_task). Unlike
+    // the kernel, a task more urgent than the source's running one is
+    // pulled too: the source cannot preempt its running task to run it.
+    rq_link* link = src.pushable.first_where(
+        [&](rq_link* l) { return task_node::from_push(l)->allowed_on(self); }, me.current());
+    if (link != nullptr) {
+      move(task_node::from_push(link), src_id, self);
+      moved = true;
+    }
+  }
+  second.lock.unlock();
+  first.lock.unlock();
+  return moved;
+}
+
+unsigned migrator::pull_all(unsigned self) noexcept {
+  unsigned moved = 0;
+  if (!overload_.any()) return 0;
+  for (unsigned w = overload_.next(none); w != none; w = overload_.next(w)) {
+    if (w != self && pull_from(self, w)) ++moved;
+  }
+  return moved;
+}
+
+}  // namespace urt::detail

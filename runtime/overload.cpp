@@ -1,0 +1,149 @@
+#include "overload.hpp"
+
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace urt::detail {
+
+overload_mask::overload_mask(std::span<const worker_place> workers)
+    : n_(static_cast<unsigned>(workers.size())) {
+  if (n_ == 0 || n_ > max_workers) {
+    throw std::invalid_argument("overload_mask: " + std::to_string(n_) + " workers (need 1.." +
+                                std::to_string(max_workers) + ")");
+  }
+  // Each LLC starts on a line of its own; its workers fill bytes in id order.
+  line_of_.resize(n_);
+  slot_of_.resize(n_);
+  std::size_t line = 0;
+  unsigned slot = 0;
+  for (unsigned w = 0; w < n_; ++w) {
+    const bool new_llc = w > 0 && workers[w].llc != workers[w - 1].llc;
+    if (w > 0 && (new_llc || slot == 64)) {
+      ++line;
+      slot = 0;
+    }
+    line_of_[w] = line;
+    slot_of_[w] = static_cast<std::uint8_t>(slot++);
+  }
+  lines_ = std::make_unique<byte_line[]>(line + 1);  // value-initialized: all zero
+}
+
+std::atomic<std::uint8_t>& overload_mask::flag(unsigned w) const noexcept {
+  return lines_[line_of_[w]].bytes[slot_of_[w]];
+}
+
+void overload_mask::set(unsigned w, bool overloaded) noexcept {
+  std::atomic<std::uint8_t>& f = flag(w);
+  // Relaxed: the byte has one writer at a time (the holder of w's queue
+  // lock), and the lock orders successive writers.
+  if ((f.load(std::memory_order_relaxed) != 0) == overloaded) return;
+  if (overloaded) {
+    // Flag first, then the count (kernel rt_set_overload: the mask, a
+    // write barrier, then rto_count): a reader that sees the count through
+    // any() sees the flag. Release: pairs with the acquire load in test().
+    f.store(1, std::memory_order_release);
+    // seq_cst RMW: also a full barrier between this worker's publication
+    // of its overload and its own later cpupri reads in push (the Dekker
+    // pair with the fence a lowering worker runs in worker::step(): one of
+    // the two sees the other). Pairs with the acquire load in any().
+    count_.fetch_add(1, std::memory_order_seq_cst);
+  } else {
+    // Kernel rt_clear_overload: the count first, then the mask. Pairs with
+    // the acquire load in any().
+    count_.fetch_sub(1, std::memory_order_seq_cst);
+    f.store(0, std::memory_order_release);
+  }
+}
+
+bool overload_mask::test(unsigned w) const noexcept {
+  // Acquire: pairs with the release stores in set().
+  return flag(w).load(std::memory_order_acquire) != 0;
+}
+
+unsigned overload_mask::next(unsigned after) const noexcept {
+  for (unsigned w = after == none ? 0 : after + 1; w < n_; ++w) {
+    if (test(w)) return w;
+  }
+  return none;
+}
+
+unsigned push_token::next_target(unsigned sender, const overload_mask& mask) noexcept {
+  for (;;) {
+    unsigned w = mask.next(pos_);
+    if (w == sender) w = mask.next(w);  // never to the sender itself
+    pos_ = w;
+    if (w != none) return w;
+    // End of a round: start another only if requests came in meanwhile.
+    // Acquire: pairs with the release increment in request().
+    const std::uint64_t requested = requests_.load(std::memory_order_acquire);
+    if (requested == rounds_seen_) return none;
+    rounds_seen_ = requested;
+  }
+}
+
+push_token::hop push_token::send(unsigned target, std::int64_t now_ns) noexcept {
+  // Relaxed: hints for hop_deadline()/holder(); the authoritative state
+  // is under lock_.
+  hop_sent_ns_.store(now_ns, std::memory_order_relaxed);
+  hop_target_.store(target, std::memory_order_relaxed);
+  if (target == none) return hop{};
+  return hop{target, ++seq_};
+}
+
+push_token::hop push_token::request(unsigned self, const overload_mask& mask,
+                                    std::int64_t now_ns) noexcept {
+  // Release: pairs with the acquire load in next_target(), so a round that
+  // sees this request also sees the overload flags set before it.
+  requests_.fetch_add(1, std::memory_order_release);
+  // Only one requester starts the token; the others' requests are served by
+  // the round their increment triggers. Acquire: pairs with the release
+  // store below of the previous starter.
+  if (starting_.exchange(true, std::memory_order_acquire)) return hop{};
+  hop h;
+  lock_.lock();
+  if (pos_ == none && hop_target_.load(std::memory_order_relaxed) == none) {
+    rounds_seen_ = requests_.load(std::memory_order_relaxed);
+    h = send(next_target(self, mask), now_ns);
+  }
+  lock_.unlock();
+  starting_.store(false, std::memory_order_release);  // pairs with the exchange above
+  return h;
+}
+
+push_token::hop push_token::forward(unsigned self, std::uint64_t seq, const overload_mask& mask,
+                                    std::int64_t now_ns) noexcept {
+  hop h;
+  lock_.lock();
+  if (seq == seq_ && hop_target_.load(std::memory_order_relaxed) == self) {
+    h = send(next_target(self, mask), now_ns);
+  }
+  lock_.unlock();
+  return h;
+}
+
+push_token::takeover push_token::take_over_stuck(unsigned self, const overload_mask& mask,
+                                                 std::int64_t now_ns,
+                                                 std::int64_t timeout_ns) noexcept {
+  takeover t;
+  lock_.lock();
+  const unsigned stuck = hop_target_.load(std::memory_order_relaxed);
+  if (stuck != none && stuck != self &&
+      now_ns - hop_sent_ns_.load(std::memory_order_relaxed) >= timeout_ns) {
+    t.stuck = stuck;
+    // As if the stuck worker had forwarded it: its own late forward() sees
+    // a newer seq and does nothing.
+    t.next = send(next_target(self, mask), now_ns);
+  }
+  lock_.unlock();
+  return t;
+}
+
+std::int64_t push_token::hop_deadline(std::int64_t timeout_ns) const noexcept {
+  if (hop_target_.load(std::memory_order_relaxed) == none) {
+    return std::numeric_limits<std::int64_t>::max();
+  }
+  return hop_sent_ns_.load(std::memory_order_relaxed) + timeout_ns;
+}
+
+}  // namespace urt::detail
