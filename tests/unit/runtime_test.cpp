@@ -212,6 +212,7 @@ TEST_CASE("runtime: a spawn from a task stays home only when it outranks the wor
     busy.wait();
     std::array<std::atomic<int>, 3> ran{};
     std::array<urt::runtime_stats, 3> after{};
+    signal parent_done;
     rt.spawn(urt::task_spec{.priority = 50, .affinity = urt::worker_set{0}}, [&] {
       // Outranks its worker (50): placed home, then pushed at once to
       // worker 1 (20 < 60), since the running parent keeps home busy.
@@ -224,7 +225,9 @@ TEST_CASE("runtime: a spawn from a task stays home only when it outranks the wor
       // below it, so no push.
       rt.spawn(urt::task_spec{.priority = 60}, [&] { ran[2].fetch_add(1); });
       after[2] = rt.stats();
+      parent_done.raise();
     });
+    parent_done.wait();
     // Worker 0 accepted 1 (the parent) + 3 children; worker 1 only its blocker.
     for (int i = 0; i < 3; ++i) {
       CAPTURE(i);
