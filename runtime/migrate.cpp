@@ -33,10 +33,10 @@ void migrator::publish(unsigned w) noexcept {
     prio_.set(w, level);
     queue.published = level;
   }
-  const bool overloaded = !queue.pushable.empty();
-  if (overloaded != queue.overloaded) {
-    overload_.set(w, overloaded);
-    queue.overloaded = overloaded;
+  const int top = queue.pushable.top_level();
+  if (top != queue.overload_top) {
+    overload_.set(w, top);
+    queue.overload_top = top;
   }
 }
 

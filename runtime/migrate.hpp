@@ -47,7 +47,8 @@ struct alignas(64) rt_queue {
   /// once the worker has stopped (no task may be moved in then).
   int running = cpupri::level_idle;
   int published = cpupri::level_invalid;  // the level cpupri shows
-  bool overloaded = false;                // what the overload mask shows
+  int overload_top = -1;  // what the overload mask shows: top pushable level or -1
+  [[nodiscard]] bool overloaded() const noexcept { return overload_top >= 0; }
   /// Set (under the lock) when another worker moved a task in; the owner
   /// clears it at its next step. Read without the lock by the owner's
   /// idle spin (relaxed: it only decides when to take the lock and look).
@@ -56,8 +57,11 @@ struct alignas(64) rt_queue {
   std::atomic<std::uint64_t> migrated_in{0};
   std::atomic<std::uint64_t> migrated_out{0};
 
-  /// Under the lock: the worker's current priority (running or queued).
-  [[nodiscard]] int current() const noexcept { return std::max(running, rq.top_level()); }
+  /// Under the lock: the worker's current priority (running or queued),
+  /// or level_invalid once stopped.
+  [[nodiscard]] int current() const noexcept {
+    return running == cpupri::level_invalid ? running : std::max(running, rq.top_level());
+  }
   /// Under the lock: queues `node` at the tail of its level, and on the
   /// pushable list when it is migratable.
   void enqueue(task_node* node, unsigned self) noexcept;

@@ -33,32 +33,53 @@ std::atomic<std::uint8_t>& overload_mask::flag(unsigned w) const noexcept {
   return lines_[line_of_[w]].bytes[slot_of_[w]];
 }
 
-void overload_mask::set(unsigned w, bool overloaded) noexcept {
+void overload_mask::set(unsigned w, int top) noexcept {
   std::atomic<std::uint8_t>& f = flag(w);
+  const auto value = static_cast<std::uint8_t>(top < 0 ? 0 : top + 1);
   // Relaxed: the byte has one writer at a time (the holder of w's queue
   // lock), and the lock orders successive writers.
-  if ((f.load(std::memory_order_relaxed) != 0) == overloaded) return;
-  if (overloaded) {
-    // Flag first, then the count (kernel rt_set_overload: the mask, a
-    // write barrier, then rto_count): a reader that sees the count through
-    // any() sees the flag. Release: pairs with the acquire load in test().
-    f.store(1, std::memory_order_release);
-    // seq_cst RMW: also a full barrier between this worker's publication
-    // of its overload and its own later cpupri reads in push (the Dekker
-    // pair with the fence a lowering worker runs in worker::step(): one of
-    // the two sees the other). Pairs with the acquire load in any().
+  const std::uint8_t old = f.load(std::memory_order_relaxed);
+  if (old == value) return;
+  if (old == 0) {
+    // Entering overload: the flag first, then the count (kernel
+    // rt_set_overload: the mask, a write barrier, then rto_count), so a
+    // reader that sees the count through any() sees the flag. Release:
+    // pairs with the acquire load in top().
+    f.store(value, std::memory_order_release);
+    // seq_cst RMW: pairs with the acquire load in any(); it is also the
+    // full barrier between this publication and the owner's later cpupri
+    // reads in push (the Dekker pair with the fence a lowering worker runs
+    // in worker::migrate_on_lowering(): one of the two sees the other).
     count_.fetch_add(1, std::memory_order_seq_cst);
-  } else {
+  } else if (value == 0) {
     // Kernel rt_clear_overload: the count first, then the mask. Pairs with
     // the acquire load in any().
     count_.fetch_sub(1, std::memory_order_seq_cst);
     f.store(0, std::memory_order_release);
+  } else {
+    // A new most urgent pushable priority: release pairs with top(); the
+    // fence is the same Dekker pair as the RMW above.
+    f.store(value, std::memory_order_release);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
   }
 }
 
-bool overload_mask::test(unsigned w) const noexcept {
+int overload_mask::top(unsigned w) const noexcept {
   // Acquire: pairs with the release stores in set().
-  return flag(w).load(std::memory_order_acquire) != 0;
+  return static_cast<int>(flag(w).load(std::memory_order_acquire)) - 1;
+}
+
+unsigned overload_mask::best_above(int level, unsigned self) const noexcept {
+  unsigned best = none;
+  int best_top = level;
+  for (unsigned w = next(none); w != none; w = next(w)) {
+    if (w == self) continue;
+    if (const int t = top(w); t > best_top) {
+      best = w;
+      best_top = t;
+    }
+  }
+  return best;
 }
 
 unsigned overload_mask::next(unsigned after) const noexcept {

@@ -3,10 +3,15 @@
 // rto_next_cpu, rto_push_irq_work_func).
 //
 // A worker is overloaded exactly when it has a queued task that could run on
-// another worker (invariant 4). overload_mask publishes that flag, sharded
-// like cpupri's default layout: per last-level cache, a byte per worker on
-// cache lines of that LLC, written with a plain release store by whoever
-// holds the worker's queue lock. A count of overloaded workers (the
+// another worker (invariant 4). overload_mask publishes that, sharded like
+// cpupri's default layout: per last-level cache, a byte per worker on cache
+// lines of that LLC, written with a plain release store by whoever holds
+// the worker's queue lock. The byte holds the priority of the worker's most
+// urgent pushable task (0 = not overloaded), so that a worker about to run
+// a lower task can see that a more urgent one waits elsewhere: with
+// cooperative tasks that cannot be preempted, it must wait for the push
+// (or pull) before it commits to its own task, where the kernel would let
+// the pushed task preempt it. A count of overloaded workers (the
 // kernel's rto_count) lets a worker that lowers its priority skip the scan
 // in the common case where nobody is overloaded; it changes only when a
 // worker enters or leaves overload, never per task.
@@ -58,10 +63,16 @@ class overload_mask {
   overload_mask(const overload_mask&) = delete;
   overload_mask& operator=(const overload_mask&) = delete;
 
-  /// Under w's queue lock: w enters (true) or leaves (false) overload.
-  void set(unsigned w, bool overloaded) noexcept;
+  /// Under w's queue lock: w's most urgent pushable task now has priority
+  /// `top` (0..99), or w has none (`top` < 0: not overloaded).
+  void set(unsigned w, int top) noexcept;
   /// Whether w is overloaded (acquire: pairs with the store in set()).
-  [[nodiscard]] bool test(unsigned w) const noexcept;
+  [[nodiscard]] bool test(unsigned w) const noexcept { return top(w) >= 0; }
+  /// w's most urgent pushable priority, or -1 (acquire, as test()).
+  [[nodiscard]] int top(unsigned w) const noexcept;
+  /// The overloaded worker other than `self` whose most urgent pushable
+  /// task is the most urgent of all and above `level`, or `none`.
+  [[nodiscard]] unsigned best_above(int level, unsigned self) const noexcept;
   /// Whether any worker is overloaded. Acquire: pairs with the count RMW
   /// in set(), so a caller that sees the count sees the flag behind it.
   [[nodiscard]] bool any() const noexcept { return count_.load(std::memory_order_acquire) != 0; }

@@ -121,13 +121,13 @@ task_node* worker::step(run_state seen) noexcept {
   if (seen != run_state::running && !series_ended_) end_periodic_series();
   if (seen == run_state::cancelling) cancel_queued();
   release_due();
-  if (shared_.migration == migration_mode::pull && q_.current() < before &&
-      shared_.overload->any()) {
-    // pull_rt_task: before picking, take what overloaded workers queue
-    // above what would run here next.
+  if (q_.current() < before && shared_.migration != migration_mode::none) {
+    // Lowering: show the level we would run at, and migrate before
+    // committing to a task (a running task cannot be preempted by one
+    // that arrives a moment later).
+    m.publish(id_);
     q_.lock.unlock();
-    const unsigned pulled = m.pull_all(id_);
-    pulls_.store(pulls_.load(std::memory_order_relaxed) + pulled, std::memory_order_relaxed);
+    migrate_on_lowering();
     q_.lock.lock();
   }
   task_node* node = q_.pop();
@@ -138,13 +138,55 @@ task_node* worker::step(run_state seen) noexcept {
     q_.running = node->priority;
   }
   m.publish(id_);
-  const bool lowered = q_.published < before;
-  const bool overloaded = q_.overloaded;
+  const bool overloaded = q_.overloaded();
   q_.lock.unlock();
-  if (lowered) after_lowering();
   if (overloaded) push_tasks();  // after each task switch (push_rt_tasks)
   serve_token();
   return node;
+}
+
+void worker::migrate_on_lowering() noexcept {
+  // Pairs with the seq_cst RMW or fence in overload_mask::set() (a Dekker
+  // pair): our lowered level, stored in publish(), is ordered before the
+  // loads of the overload mask, and a worker publishing a pushable task
+  // orders that before its cpupri reads; so either it sees us lower and
+  // pushes, or we see it overloaded here.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const overload_mask& overload = *shared_.overload;
+  if (!overload.any()) return;
+  if (shared_.migration == migration_mode::pull) {
+    // pull_rt_task: take what every overloaded worker queues above us.
+    const unsigned pulled = shared_.migrate->pull_all(id_);
+    pulls_.store(pulls_.load(std::memory_order_relaxed) + pulled, std::memory_order_relaxed);
+    return;
+  }
+  // push_ipi: ask the overloaded workers to push (tell_cpu_to_push).
+  send_hop(shared_.token->request(id_, overload, now_ns()));
+  const int level = shared_.prio_map->level(id_);
+  if (level == cpupri::level_idle) return;  // idle() watches for the push
+  // About to run a task at `level`: if a more urgent one waits on an
+  // overloaded worker, wait for the push before committing, for at most
+  // ipi_timeout; then pull it (the stuck-worker fallback).
+  const clock::time_point deadline = clock::now() + shared_.ipi_timeout;
+  for (unsigned spins = 0;; ++spins) {
+    if (q_.moved_in.load(std::memory_order_relaxed)) return;
+    serve_token();  // we may be overloaded too: never sit on a hop
+    const unsigned source = overload.best_above(level, id_);
+    if (source == overload_mask::none) return;  // pushed elsewhere, or run there
+    if (spins % 16 != 15) {
+      cpu_relax();
+      continue;
+    }
+    if (clock::now() >= deadline) {
+      bump(fallbacks_);
+      take_over_stuck_token();
+      if (shared_.migrate->pull_from(id_, source)) bump(pulls_);
+      return;
+    }
+    // The source may share our CPU (more workers than CPUs, or another
+    // process there): let it run to its scheduling point.
+    if (spins % 256 == 255) ::sched_yield();
+  }
 }
 
 void worker::close() noexcept {
@@ -168,7 +210,7 @@ bool worker::preempt_point() noexcept {
   release_due();
   shared_.migrate->publish(id_);
   bool urgent = q_.rq.top_level() > q_.running;
-  const bool overloaded = q_.overloaded;
+  const bool overloaded = q_.overloaded();
   q_.lock.unlock();
   if (overloaded) push_tasks();
   serve_token();
@@ -196,19 +238,6 @@ void worker::ring_peer(unsigned target) noexcept {
   if (shared_.peers[target]->ring()) bump(doorbells_sent_);
 }
 
-void worker::after_lowering() noexcept {
-  if (shared_.migration != migration_mode::push_ipi) return;
-  // Pairs with the seq_cst count RMW in overload_mask::set() (a Dekker
-  // pair): our lowered level, stored in publish(), is ordered before the
-  // load of the overload count, and a worker entering overload orders its
-  // count before its cpupri reads; so either it sees us lower and pushes,
-  // or we see it overloaded and request a push.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (!shared_.overload->any()) return;
-  send_hop(shared_.token->request(id_, *shared_.overload, now_ns()));
-  take_over_stuck_token();
-}
-
 bool worker::hand_token(std::uint64_t seq) noexcept {
   // Release: pairs with the acquire exchange in serve_token().
   token_seq_.store(seq, std::memory_order_release);
@@ -231,16 +260,13 @@ void worker::serve_token() noexcept {
   send_hop(shared_.token->forward(id_, seq, *shared_.overload, now_ns()));
 }
 
-bool worker::take_over_stuck_token() noexcept {
+unsigned worker::take_over_stuck_token() noexcept {
   push_token& token = *shared_.token;
-  if (shared_.migration != migration_mode::push_ipi || !token.travelling()) return false;
+  if (shared_.migration != migration_mode::push_ipi || !token.travelling()) return push_token::none;
   const push_token::takeover t =
       token.take_over_stuck(id_, *shared_.overload, now_ns(), shared_.ipi_timeout.count());
-  if (t.stuck == push_token::none) return false;
-  bump(fallbacks_);
-  if (shared_.migrate->pull_from(id_, t.stuck)) bump(pulls_);
   send_hop(t.next);
-  return true;
+  return t.stuck;
 }
 
 void worker::release_due() noexcept {
@@ -327,7 +353,7 @@ void worker::submit_local(task_node* node) noexcept {
   q_.lock.lock();
   enqueue(node);
   shared_.migrate->publish(id_);  // a more urgent child raises this worker at once
-  const bool overloaded = q_.overloaded;
+  const bool overloaded = q_.overloaded();
   q_.lock.unlock();
   // The running task goes on, so the new one does not run next: push it
   // (or a more urgent queued one) to a lower worker if there is one.
@@ -440,7 +466,12 @@ void worker::idle(run_state seen) {
   // ipi_timeout, it takes the hop over (one pull from the stuck worker).
   clock::time_point token_due = clock::time_point::max();
   if (shared_.migration == migration_mode::push_ipi && shared_.overload->any()) {
-    if (take_over_stuck_token()) return;
+    if (const unsigned stuck = take_over_stuck_token(); stuck != push_token::none) {
+      // The fallback: one pull from the worker that kept the token.
+      bump(fallbacks_);
+      if (shared_.migrate->pull_from(id_, stuck)) bump(pulls_);
+      return;
+    }
     const std::int64_t due_ns = shared_.token->hop_deadline(shared_.ipi_timeout.count());
     if (due_ns != std::numeric_limits<std::int64_t>::max() &&
         shared_.token->holder() != id_) {

@@ -163,9 +163,11 @@ class worker {
   // Migration (no lock held): push while it makes progress; the push_ipi
   // request after lowering; serving a token hop; the stuck-token fallback.
   void push_tasks() noexcept;
-  void after_lowering() noexcept;
+  void migrate_on_lowering() noexcept;
   void serve_token() noexcept;
-  bool take_over_stuck_token() noexcept;
+  // Takes over a token hop pending past ipi_timeout and sends it on;
+  // returns the worker that kept it, or none.
+  unsigned take_over_stuck_token() noexcept;
   void send_hop(push_token::hop h) noexcept;
   void ring_peer(unsigned target) noexcept;
   void run_task(task_node* node) noexcept;

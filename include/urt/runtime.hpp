@@ -83,7 +83,7 @@ struct runtime_options {
   /// a scheduling point before a lowering or idle worker pulls one task from
   /// it and sends the token on, so that one long task cannot stall
   /// migration. IPI_TIMEOUT_RATIONALE
-  std::chrono::nanoseconds ipi_timeout = std::chrono::microseconds{200};
+  std::chrono::nanoseconds ipi_timeout = std::chrono::microseconds{20};
   /// OS policy of the worker threads.
   worker_policy policy = worker_policy::other;
   /// SCHED_FIFO priority of the workers when policy == fifo (1..99).
