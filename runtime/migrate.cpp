@@ -67,8 +67,11 @@ void migrator::move(task_node* node, unsigned from, unsigned to) noexcept {
   // whose acquire then shows the queued task. The doorbell the caller rings
   // after unlocking orders it against the owner's parking (doorbell.hpp).
   dst.moved_in.store(true, std::memory_order_relaxed);
-  publish(from);
+  // The target first: a lock-free reader of the overload mask (a worker
+  // deciding whether to wait for a push) sees the task at one of the two
+  // places at least, never at neither.
   publish(to);
+  publish(from);
 }
 
 unsigned migrator::push_one(unsigned self, unsigned rotation) noexcept {

@@ -49,7 +49,7 @@ struct alignas(64) rt_queue {
   int published = cpupri::level_invalid;  // the level cpupri shows
   int overload_top = -1;  // what the overload mask shows: top pushable level or -1
   [[nodiscard]] bool overloaded() const noexcept { return overload_top >= 0; }
-  /// Set (under the lock) when another worker moved a task in; the owner
+  /// Set (under the lock) when another thread queued or moved a task in; the owner
   /// clears it at its next step. Read without the lock by the owner's
   /// idle spin (relaxed: it only decides when to take the lock and look).
   std::atomic<bool> moved_in{false};

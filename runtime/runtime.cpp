@@ -368,9 +368,20 @@ runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec) {
 
 void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
   worker& w = *impl_->workers[ticket.target_];
+  task_node* node = ticket.node_;
+  bool rang = false;
   if (ticket.local_) {
-    w.submit_local(ticket.node_);
-  } else if (w.submit_remote(ticket.node_)) {
+    w.submit_local(node);
+  } else if (!node->timed && node->migratable &&
+             impl_->prio_map->level(ticket.target_) != detail::cpupri::level_idle) {
+    // The target is busy (placement found nobody lower): queue the task
+    // where migration sees it, instead of in an inbox that stays closed
+    // until the target's running task ends.
+    rang = w.submit_queued(node);
+  } else {
+    rang = w.submit_remote(node);
+  }
+  if (rang) {
     // Attributed to the sending worker; rings from outside threads are
     // counted only where they are received.
     if (worker* self = worker::current_in(impl_.get())) self->count_doorbell_sent();

@@ -162,26 +162,37 @@ void worker::migrate_on_lowering() noexcept {
   }
   // push_ipi: ask the overloaded workers to push (tell_cpu_to_push).
   send_hop(shared_.token->request(id_, overload, now_ns()));
-  const int level = shared_.prio_map->level(id_);
-  if (level == cpupri::level_idle) return;  // idle() watches for the push
-  // About to run a task at `level`: if a more urgent one waits on an
+  if (shared_.prio_map->level(id_) == cpupri::level_idle) return;  // idle() watches
+  // About to run a task at our level: while a more urgent one waits on an
   // overloaded worker, wait for the push before committing, for at most
-  // ipi_timeout; then pull it (the stuck-worker fallback).
+  // ipi_timeout; then pull it (the stuck-worker fallback). A failed pull
+  // (the task left meanwhile, or may not run here) looks again, at most
+  // max_fallback_pulls times, then the worker goes on with its own task.
+  constexpr int max_fallback_pulls = 3;
   const clock::time_point deadline = clock::now() + shared_.ipi_timeout;
+  int pulls_tried = 0;
   for (unsigned spins = 0;; ++spins) {
-    if (q_.moved_in.load(std::memory_order_relaxed)) return;
     serve_token();  // we may be overloaded too: never sit on a hop
+    // Our level rises when a task is pushed in; one pushed in is not yet a
+    // reason to stop looking: a still more urgent one may wait elsewhere.
+    const int level = shared_.prio_map->level(id_);
     const unsigned source = overload.best_above(level, id_);
-    if (source == overload_mask::none) return;  // pushed elsewhere, or run there
+    if (source == overload_mask::none) return;  // pushed here or elsewhere, or run there
     if (spins % 16 != 15) {
       cpu_relax();
       continue;
     }
     if (clock::now() >= deadline) {
-      bump(fallbacks_);
-      take_over_stuck_token();
-      if (shared_.migrate->pull_from(id_, source)) bump(pulls_);
-      return;
+      if (pulls_tried == 0) {
+        bump(fallbacks_);
+        take_over_stuck_token();
+      }
+      if (shared_.migrate->pull_from(id_, source)) {
+        bump(pulls_);
+        return;
+      }
+      if (++pulls_tried == max_fallback_pulls) return;
+      continue;
     }
     // The source may share our CPU (more workers than CPUs, or another
     // process there): let it run to its scheduling point.
@@ -344,6 +355,16 @@ bool worker::submit_remote(task_node* node) noexcept {
   // A full ring(), fence included: the owner may park while this enqueue's
   // link store is still pending (drain_inbox() cannot see the node yet), so
   // the store must be ordered before the load of the parking flag.
+  return bell_.ring();
+}
+
+bool worker::submit_queued(task_node* node) noexcept {
+  q_.lock.lock();
+  q_.enqueue(node, id_);
+  shared_.migrate->publish(id_);
+  // Relaxed: see rt_queue::moved_in; the ring below orders it against parking.
+  q_.moved_in.store(true, std::memory_order_relaxed);
+  q_.lock.unlock();
   return bell_.ring();
 }
 

@@ -80,6 +80,11 @@ TEST_CASE("stress: exactly-once under racing producers, children and stop") {
     urt::runtime_options o;
     o.topology = urt::topology_source::synthetic("core:" + std::to_string(workers) + " pu:1");
     o.idle_spin = std::chrono::microseconds{rng() % 2 == 0 ? 0 : 20};
+    // Every migration mode preserves exactly-once execution.
+    constexpr urt::migration_mode modes[] = {urt::migration_mode::push_ipi,
+                                             urt::migration_mode::pull, urt::migration_mode::none};
+    o.migration = modes[round % 3];
+    CAPTURE(static_cast<int>(o.migration));
     std::size_t cancelled = 0;
     {
       urt::runtime rt(o);
