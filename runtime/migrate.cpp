@@ -42,13 +42,16 @@ void migrator::publish(unsigned w) noexcept {
 
 bool migrator::lock_second(unsigned a, unsigned b) noexcept {
   if (b > a) {
-    q(b).lock.lock();
+    q(b).lock_remote();
     return true;
   }
-  if (q(b).lock.try_lock()) return true;
+  if (q(b).lock.try_lock()) {
+    q(b).remote_locks.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
   // b < a and b is busy: take them in id order (kernel double_lock_balance).
   q(a).lock.unlock();
-  q(b).lock.lock();
+  q(b).lock_remote();
   q(a).lock.lock();
   return false;
 }
@@ -109,10 +112,16 @@ bool migrator::pull_from(unsigned self, unsigned src_id) noexcept {
   if (src_id == self) return false;
   rt_queue& me = q(self);
   rt_queue& src = q(src_id);
+  // Both locks in id order; the source's is the remote one.
+  if (self < src_id) {
+    me.lock.lock();
+    src.lock_remote();
+  } else {
+    src.lock_remote();
+    me.lock.lock();
+  }
   rt_queue& first = self < src_id ? me : src;
   rt_queue& second = self < src_id ? src : me;
-  first.lock.lock();
-  second.lock.lock();
   bool moved = false;
   if (me.running != cpupri::level_invalid) {
     // The most urgent pushable task there that may run here and beats

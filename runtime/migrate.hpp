@@ -56,6 +56,15 @@ struct alignas(64) rt_queue {
   // Written under the lock, read anywhere (relaxed: statistics and load).
   std::atomic<std::uint64_t> migrated_in{0};
   std::atomic<std::uint64_t> migrated_out{0};
+  /// Times another thread took this lock (a push in, a pull out, a spawn
+  /// onto a busy worker): the contention that push_ipi avoids and pull
+  /// causes. Any thread (relaxed RMW: a statistic on the migration path).
+  std::atomic<std::uint64_t> remote_locks{0};
+  /// Takes the lock on behalf of another thread, counting it.
+  void lock_remote() noexcept {
+    lock.lock();
+    remote_locks.fetch_add(1, std::memory_order_relaxed);
+  }
 
   /// Under the lock: the worker's current priority (running or queued),
   /// or level_invalid once stopped.

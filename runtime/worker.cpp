@@ -359,7 +359,7 @@ bool worker::submit_remote(task_node* node) noexcept {
 }
 
 bool worker::submit_queued(task_node* node) noexcept {
-  q_.lock.lock();
+  q_.lock_remote();
   q_.enqueue(node, id_);
   shared_.migrate->publish(id_);
   // Relaxed: see rt_queue::moved_in; the ring below orders it against parking.
@@ -583,6 +583,7 @@ worker_stats worker::stats() const noexcept {
   s.fallbacks = fallbacks_.load(std::memory_order_relaxed);
   s.migrated_in = q_.migrated_in.load(std::memory_order_relaxed);
   s.migrated_out = q_.migrated_out.load(std::memory_order_relaxed);
+  s.remote_locks = q_.remote_locks.load(std::memory_order_relaxed);
   return s;
 }
 

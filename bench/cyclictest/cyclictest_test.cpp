@@ -320,6 +320,17 @@ TEST_CASE("options: urt's own flags") {
     REQUIRE(c.ok());
     CHECK(c.opts.runtime_options().cpupri == layout);
   }
+  CHECK(ro.migration == urt::migration_mode::push_ipi);  // the runtime's default
+  CHECK(ro.ipi_timeout == urt::runtime_options{}.ipi_timeout);
+  for (const auto& [text, mode] : {std::pair{"push_ipi", urt::migration_mode::push_ipi},
+                                   std::pair{"pull", urt::migration_mode::pull},
+                                   std::pair{"none", urt::migration_mode::none}}) {
+    CAPTURE(text);
+    const parse_result c = parse({std::string("--migration=") + text, "--ipi-timeout=150"});
+    REQUIRE(c.ok());
+    CHECK(c.opts.runtime_options().migration == mode);
+    CHECK(c.opts.runtime_options().ipi_timeout == std::chrono::microseconds{150});
+  }
 
   r = parse({"--topology=xml:/tmp/t.xml", "--policy=other", "-p", "80"});
   REQUIRE(r.ok());
@@ -339,7 +350,8 @@ TEST_CASE("options: every bad flag or value is rejected, naming the flag and the
   };
   const std::vector<bad_case> cases = {
       {{"--cpupri=bytes"}, {"--cpupri", "bytes"}},
-      {{"--migration=push"}, {"--migration=push"}},  // push migration is not built yet
+      {{"--migration=push"}, {"--migration", "push"}},
+      {{"--ipi-timeout=0"}, {"--ipi-timeout", "0"}},
       {{"--bogus"}, {"--bogus"}},
       {{"-x"}, {"-x"}},
       {{"-qz"}, {"-z"}},

@@ -134,6 +134,18 @@ const char* cpupri_name(urt::cpupri_layout l) {
   return "?";
 }
 
+const char* migration_name(urt::migration_mode m) {
+  switch (m) {
+    case urt::migration_mode::push_ipi:
+      return "push_ipi";
+    case urt::migration_mode::pull:
+      return "pull";
+    case urt::migration_mode::none:
+      return "none";
+  }
+  return "?";
+}
+
 const char* policy_name(urt::worker_policy p) {
   return p == urt::worker_policy::fifo ? "fifo" : "other";
 }
@@ -164,6 +176,10 @@ std::string urt_json(const options& o, const urt::runtime_options& ro, const urt
        std::to_string(ro.policy == urt::worker_policy::fifo ? ro.fifo_priority : 0) + ",\n";
   s += "    \"task_priority\": " + std::to_string(o.priority) + ",\n";
   s += "    \"cpupri\": " + json_string(cpupri_name(ro.cpupri)) + ",\n";
+  s += "    \"migration\": " + json_string(migration_name(ro.migration)) + ",\n";
+  s += "    \"ipi_timeout_us\": " +
+       std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(ro.ipi_timeout).count()) +
+       ",\n";
   s += "    \"lock_memory\": " + std::string(b(o.mlockall)) + ",\n";
   s += "    \"timer_spin_us\": " + std::to_string(o.timer_spin_us) + ",\n";
   s += "    \"idle_spin_ns\": " + std::to_string(ro.idle_spin.count()) + ",\n";

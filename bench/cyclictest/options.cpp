@@ -24,6 +24,8 @@ enum long_only : int {
   opt_fifo_priority,
   opt_load,
   opt_cpupri,
+  opt_migration,
+  opt_ipi_timeout,
   opt_help,
 };
 
@@ -45,6 +47,8 @@ const option long_options[] = {
     {"idle-spin", required_argument, nullptr, opt_idle_spin},
     {"policy", required_argument, nullptr, opt_policy},
     {"cpupri", required_argument, nullptr, opt_cpupri},
+    {"migration", required_argument, nullptr, opt_migration},
+    {"ipi-timeout", required_argument, nullptr, opt_ipi_timeout},
     {"fifo-priority", required_argument, nullptr, opt_fifo_priority},
     {"load", required_argument, nullptr, opt_load},
     {"help", no_argument, nullptr, opt_help},
@@ -95,6 +99,10 @@ std::string flag_name(int c) {
       return "--load";
     case opt_cpupri:
       return "--cpupri";
+    case opt_migration:
+      return "--migration";
+    case opt_ipi_timeout:
+      return "--ipi-timeout";
     case opt_help:
       return "--help";
     default:
@@ -293,6 +301,22 @@ parse_result parse_options(int argc, char** argv) {
           err = bad(c, arg, "is not global, per_numa, per_llc or per_llc_bytes");
         }
         break;
+      case opt_migration:
+        if (arg == "push_ipi") {
+          o.migration = urt::migration_mode::push_ipi;
+        } else if (arg == "pull") {
+          o.migration = urt::migration_mode::pull;
+        } else if (arg == "none") {
+          o.migration = urt::migration_mode::none;
+        } else {
+          err = bad(c, arg, "is not push_ipi, pull or none");
+        }
+        break;
+      case opt_ipi_timeout: {
+        int v = 0;
+        if (number(c, arg, 1, 1000000, v, err)) o.ipi_timeout_us = v;
+        break;
+      }
       case opt_fifo_priority: {
         int v = 0;
         if (number(c, arg, 1, 99, v, err)) o.fifo_priority = v;
@@ -355,6 +379,8 @@ urt::runtime_options options::runtime_options() const {
   if (idle_spin_us) r.idle_spin = std::chrono::microseconds{*idle_spin_us};
   r.timer_spin = std::chrono::microseconds{timer_spin_us};
   r.cpupri = cpupri;
+  r.migration = migration;
+  if (ipi_timeout_us) r.ipi_timeout = std::chrono::microseconds{*ipi_timeout_us};
   r.policy = effective_policy();
   r.fifo_priority = effective_fifo_priority();
   r.lock_memory = mlockall ? urt::memory_lock::all : urt::memory_lock::none;
@@ -426,6 +452,10 @@ std::string usage(std::string_view program) {
          "                          (default: the -p value, else 90)\n"
          "         --cpupri=global|per_numa|per_llc|per_llc_bytes  layout of the\n"
          "                          priority map placement uses (default per_llc_bytes)\n"
+         "         --migration=push_ipi|pull|none  what a worker that lowers its\n"
+         "                          priority does about overloaded workers (default push_ipi)\n"
+         "         --ipi-timeout=US  push_ipi: how long a token holder may take before\n"
+         "                          its task is pulled (default: the runtime's)\n"
          "         --load=N:PRIO    N background tasks per worker at task priority PRIO,\n"
          "                          each busy-spinning ~100 us and respawning itself\n"
          "         --help           print this text and exit\n"

@@ -40,6 +40,8 @@ struct options {
   std::optional<urt::worker_policy> policy;   ///< --policy; nullopt = fifo iff -p > 0
   std::optional<int> fifo_priority;           ///< --fifo-priority; nullopt = -p, else 90
   urt::cpupri_layout cpupri = urt::runtime_options{}.cpupri;  ///< --cpupri
+  urt::migration_mode migration = urt::runtime_options{}.migration;  ///< --migration
+  std::optional<int> ipi_timeout_us;  ///< --ipi-timeout (unset: the runtime's default)
   unsigned load_tasks = 0;                    ///< --load=N:PRIO: N per worker...
   int load_priority = 0;                      ///< ...at this task priority
   bool help = false;                          ///< --help
