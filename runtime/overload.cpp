@@ -49,7 +49,7 @@ void overload_mask::set(unsigned w, int top) noexcept {
     // seq_cst RMW: pairs with the acquire load in any(); it is also the
     // full barrier between this publication and the owner's later cpupri
     // reads in push (the Dekker pair with the fence a lowering worker runs
-    // in worker::migrate_on_lowering(): one of the two sees the other).
+    // in worker::step() when it lowers: one of the two sees the other).
     count_.fetch_add(1, std::memory_order_seq_cst);
   } else if (value == 0) {
     // Kernel rt_clear_overload: the count first, then the mask. Pairs with

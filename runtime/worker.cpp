@@ -126,9 +126,17 @@ task_node* worker::step(run_state seen) noexcept {
     // committing to a task (a running task cannot be preempted by one
     // that arrives a moment later).
     m.publish(id_);
-    q_.lock.unlock();
-    migrate_on_lowering();
-    q_.lock.lock();
+    // Pairs with the seq_cst RMW or fence in overload_mask::set() (a
+    // Dekker pair): our lowered level, stored in publish(), is ordered
+    // before the load of the overload mask, and a worker publishing a
+    // pushable task orders that before its cpupri reads; so either it
+    // sees us lower and pushes, or we see it overloaded here.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (shared_.overload->any()) {
+      q_.lock.unlock();
+      migrate_on_lowering();
+      q_.lock.lock();
+    }
   }
   task_node* node = q_.pop();
   if (node != nullptr) {
@@ -146,14 +154,7 @@ task_node* worker::step(run_state seen) noexcept {
 }
 
 void worker::migrate_on_lowering() noexcept {
-  // Pairs with the seq_cst RMW or fence in overload_mask::set() (a Dekker
-  // pair): our lowered level, stored in publish(), is ordered before the
-  // loads of the overload mask, and a worker publishing a pushable task
-  // orders that before its cpupri reads; so either it sees us lower and
-  // pushes, or we see it overloaded here.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
   const overload_mask& overload = *shared_.overload;
-  if (!overload.any()) return;
   if (shared_.migration == migration_mode::pull) {
     // pull_rt_task: take what every overloaded worker queues above us.
     const unsigned pulled = shared_.migrate->pull_all(id_);

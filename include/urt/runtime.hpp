@@ -145,8 +145,10 @@ class runtime {
   /// select_task_rq_rt): a spawn from a task stays on its worker when that
   /// worker runs at a lower priority; otherwise the task goes to the worker
   /// cpupri finds at the lowest priority below the task's (preferring the
-  /// caller's LLC, then its NUMA node); when none is lower, to the least
-  /// loaded worker in the affinity. No heap allocation in steady state for callables of up to
+  /// caller's LLC, then its NUMA node); when none is lower, queued on the
+  /// spawning task's worker, or from another thread on the least loaded
+  /// worker in the affinity; push migration moves it on once a worker drops
+  /// below it. No heap allocation in steady state for callables of up to
   /// detail::inline_task_bytes. Throws std::invalid_argument for a bad spec
   /// and runtime_stopped after stop(); `fn` is then left untouched.
   template <class F>
