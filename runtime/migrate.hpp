@@ -49,16 +49,15 @@ struct alignas(64) rt_queue {
   int published = cpupri::level_invalid;  // the level cpupri shows
   int overload_top = -1;  // what the overload mask shows: top pushable level or -1
   [[nodiscard]] bool overloaded() const noexcept { return overload_top >= 0; }
-  /// Set (under the lock) when another thread queued or moved a task in; the owner
+  /// Set (under the lock) when another worker moved a task in; the owner
   /// clears it at its next step. Read without the lock by the owner's
   /// idle spin (relaxed: it only decides when to take the lock and look).
   std::atomic<bool> moved_in{false};
   // Written under the lock, read anywhere (relaxed: statistics and load).
   std::atomic<std::uint64_t> migrated_in{0};
   std::atomic<std::uint64_t> migrated_out{0};
-  /// Times another thread took this lock (a push in, a pull out, a spawn
-  /// onto a busy worker): the contention that push_ipi avoids and pull
-  /// causes. Any thread (relaxed RMW: a statistic on the migration path).
+  /// Times another worker took this lock (a push in, a pull out): the
+  /// contention that push_ipi avoids and pull causes. Any thread (relaxed RMW: a statistic on the migration path).
   std::atomic<std::uint64_t> remote_locks{0};
   /// Takes the lock on behalf of another thread, counting it.
   void lock_remote() noexcept {

@@ -359,16 +359,6 @@ bool worker::submit_remote(task_node* node) noexcept {
   return bell_.ring();
 }
 
-bool worker::submit_queued(task_node* node) noexcept {
-  q_.lock_remote();
-  q_.enqueue(node, id_);
-  shared_.migrate->publish(id_);
-  // Relaxed: see rt_queue::moved_in; the ring below orders it against parking.
-  q_.moved_in.store(true, std::memory_order_relaxed);
-  q_.lock.unlock();
-  return bell_.ring();
-}
-
 void worker::count_doorbell_sent() noexcept { bump(doorbells_sent_); }
 
 void worker::submit_local(task_node* node) noexcept {

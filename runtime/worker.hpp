@@ -104,11 +104,6 @@ class worker {
   /// Any thread: queues a node this worker will see at its next scheduling
   /// point, and rings its doorbell if it is parking; true when it rang.
   bool submit_remote(task_node* node) noexcept;
-  /// Any thread, for an untimed node while this worker is busy: queues it
-  /// straight into the run queue under the lock, where overload and
-  /// migration see it (an inbox is invisible until its owner's next
-  /// scheduling point); rings the doorbell if it is parking; true when it rang.
-  bool submit_queued(task_node* node) noexcept;
   /// Owner only: one of its tasks rang another worker's doorbell.
   void count_doorbell_sent() noexcept;
   /// Owner only: queues a node directly into the run queue (or, when timed,

@@ -25,7 +25,7 @@ struct worker_stats {
   std::uint64_t fallbacks = 0;       ///< stuck token hops it took over (ipi_timeout)
   std::uint64_t migrated_in = 0;     ///< tasks moved into its queue by a push or pull
   std::uint64_t migrated_out = 0;    ///< tasks moved out of its queue
-  std::uint64_t remote_locks = 0;    ///< times other threads locked its queue
+  std::uint64_t remote_locks = 0;    ///< times other workers locked its queue
 
   worker_stats& operator+=(const worker_stats& o) noexcept {
     accepted += o.accepted;
