@@ -37,6 +37,7 @@ void migrator::publish(unsigned w) noexcept {
   if (top != queue.overload_top) {
     overload_.set(w, top);
     queue.overload_top = top;
+    ++queue.top_changes;
   }
 }
 

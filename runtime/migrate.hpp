@@ -48,6 +48,7 @@ struct alignas(64) rt_queue {
   int running = cpupri::level_idle;
   int published = cpupri::level_invalid;  // the level cpupri shows
   int overload_top = -1;  // what the overload mask shows: top pushable level or -1
+  std::uint64_t top_changes = 0;  // times overload_top changed (see worker::push_tasks)
   [[nodiscard]] bool overloaded() const noexcept { return overload_top >= 0; }
   /// Set (under the lock) when another worker moved a task in; the owner
   /// clears it at its next step. Read without the lock by the owner's

@@ -146,9 +146,10 @@ task_node* worker::step(run_state seen) noexcept {
     q_.running = node->priority;
   }
   m.publish(id_);
-  const bool overloaded = q_.overloaded();
+  const bool push = worth_pushing();
+  const std::uint64_t top_changes = q_.top_changes;
   q_.lock.unlock();
-  if (overloaded) push_tasks();  // after each task switch (push_rt_tasks)
+  if (push) push_tasks(top_changes);  // after each task switch (push_rt_tasks)
   serve_token();
   return node;
 }
@@ -222,11 +223,12 @@ bool worker::preempt_point() noexcept {
   release_due();
   shared_.migrate->publish(id_);
   bool urgent = q_.rq.top_level() > q_.running;
-  const bool overloaded = q_.overloaded();
+  const bool push = worth_pushing();
+  const std::uint64_t top_changes = q_.top_changes;
   q_.lock.unlock();
-  if (overloaded) push_tasks();
+  if (push) push_tasks(top_changes);
   serve_token();
-  if (urgent && overloaded) {
+  if (urgent && push) {
     // The urgent task may just have been pushed to a worker that runs it now.
     q_.lock.lock();
     urgent = q_.rq.top_level() > q_.running;
@@ -235,12 +237,29 @@ bool worker::preempt_point() noexcept {
   return urgent;
 }
 
-void worker::push_tasks() noexcept {
+bool worker::worth_pushing() const noexcept {
+  // The kernel pushes at every schedule while overloaded. A failed push
+  // stays failed until this worker's most urgent pushable task changes or
+  // another worker lowers its priority; under push_ipi and pull such a
+  // worker acts itself (it saw this worker in the overload count, which
+  // stayed non-zero since the failure: a request reaches us as a token
+  // hop, or it pulls). So the push is retried only once the top changed:
+  // a worker draining a batch of equal tasks while every other worker is
+  // as busy does not search cpupri after each one. Under none, nobody
+  // else acts, so every task switch pushes.
+  return q_.overloaded() &&
+         (shared_.migration == migration_mode::none || q_.top_changes != push_failed_at_);
+}
+
+void worker::push_tasks(std::uint64_t top_changes) noexcept {
   // push_rt_tasks: while a push succeeds. Each success fills a worker that
   // was strictly lower, so the worker count bounds the loop.
   for (std::size_t i = 0; i < shared_.peers.size(); ++i) {
     const unsigned target = shared_.migrate->push_one(id_, rotation_++);
-    if (target == migrator::none) return;
+    if (target == migrator::none) {
+      if (i == 0) push_failed_at_ = top_changes;
+      return;
+    }
     bump(pushes_);
     ring_peer(target);
   }
@@ -268,7 +287,7 @@ void worker::serve_token() noexcept {
   // Acquire: pairs with the release store in hand_token().
   const std::uint64_t seq = token_seq_.exchange(0, std::memory_order_acquire);
   if (seq == 0) return;
-  push_tasks();
+  push_tasks(push_failed_at_);  // always try: a worker lowered and asked
   send_hop(shared_.token->forward(id_, seq, *shared_.overload, now_ns()));
 }
 
@@ -365,11 +384,12 @@ void worker::submit_local(task_node* node) noexcept {
   q_.lock.lock();
   enqueue(node);
   shared_.migrate->publish(id_);  // a more urgent child raises this worker at once
-  const bool overloaded = q_.overloaded();
+  const bool push = worth_pushing();
+  const std::uint64_t top_changes = q_.top_changes;
   q_.lock.unlock();
   // The running task goes on, so the new one does not run next: push it
   // (or a more urgent queued one) to a lower worker if there is one.
-  if (overloaded) push_tasks();
+  if (push) push_tasks(top_changes);
 }
 
 void worker::bump(std::atomic<std::uint64_t>& counter) noexcept {

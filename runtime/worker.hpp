@@ -162,7 +162,12 @@ class worker {
   [[nodiscard]] bool work_pending() const noexcept;
   // Migration (no lock held): push while it makes progress; the push_ipi
   // request after lowering; serving a token hop; the stuck-token fallback.
-  void push_tasks() noexcept;
+  // `top_changes`: q_.top_changes when the caller saw the queue; a failed
+  // push records it, and worth_pushing() skips pushes until it moves.
+  void push_tasks(std::uint64_t top_changes) noexcept;
+  // Under the queue lock: overloaded, and a push could succeed where the
+  // last one failed (see push_tasks()).
+  [[nodiscard]] bool worth_pushing() const noexcept;
   void migrate_on_lowering() noexcept;
   void serve_token() noexcept;
   // Takes over a token hop pending past ipi_timeout and sends it on;
@@ -195,6 +200,7 @@ class worker {
   timer_queue timers_;
   bool series_ended_ = false;  // periodic series ended once stop() began
   unsigned rotation_ = 0;  // spreads this worker's pushes over equal targets
+  std::uint64_t push_failed_at_ = ~std::uint64_t{0};  // q_.top_changes at the last failed push
   __cds_wfcq_head splice_head_{};
   cds_wfcq_tail splice_tail_{};
 
