@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -146,10 +147,9 @@ task_node* worker::step(run_state seen) noexcept {
     q_.running = node->priority;
   }
   m.publish(id_);
-  const bool push = worth_pushing();
-  const std::uint64_t top_changes = q_.top_changes;
+  const std::optional<std::uint64_t> push = push_due();
   q_.lock.unlock();
-  if (push) push_tasks(top_changes);  // after each task switch (push_rt_tasks)
+  if (push) push_tasks(*push);  // after each task switch (push_rt_tasks)
   serve_token();
   return node;
 }
@@ -223,12 +223,11 @@ bool worker::preempt_point() noexcept {
   release_due();
   shared_.migrate->publish(id_);
   bool urgent = q_.rq.top_level() > q_.running;
-  const bool push = worth_pushing();
-  const std::uint64_t top_changes = q_.top_changes;
+  const std::optional<std::uint64_t> push = push_due();
   q_.lock.unlock();
-  if (push) push_tasks(top_changes);
+  if (push) push_tasks(*push);
   serve_token();
-  if (urgent && push) {
+  if (urgent && push.has_value()) {
     // The urgent task may just have been pushed to a worker that runs it now.
     q_.lock.lock();
     urgent = q_.rq.top_level() > q_.running;
@@ -237,7 +236,7 @@ bool worker::preempt_point() noexcept {
   return urgent;
 }
 
-bool worker::worth_pushing() const noexcept {
+std::optional<std::uint64_t> worker::push_due() const noexcept {
   // The kernel pushes at every schedule while overloaded. A failed push
   // stays failed until this worker's most urgent pushable task changes or
   // another worker lowers its priority; under push_ipi and pull such a
@@ -247,8 +246,11 @@ bool worker::worth_pushing() const noexcept {
   // a worker draining a batch of equal tasks while every other worker is
   // as busy does not search cpupri after each one. Under none, nobody
   // else acts, so every task switch pushes.
-  return q_.overloaded() &&
-         (shared_.migration == migration_mode::none || q_.top_changes != push_failed_at_);
+  if (q_.overloaded() &&
+      (shared_.migration == migration_mode::none || q_.top_changes != push_failed_at_)) {
+    return q_.top_changes;
+  }
+  return std::nullopt;
 }
 
 void worker::push_tasks(std::uint64_t top_changes) noexcept {
@@ -384,12 +386,11 @@ void worker::submit_local(task_node* node) noexcept {
   q_.lock.lock();
   enqueue(node);
   shared_.migrate->publish(id_);  // a more urgent child raises this worker at once
-  const bool push = worth_pushing();
-  const std::uint64_t top_changes = q_.top_changes;
+  const std::optional<std::uint64_t> push = push_due();
   q_.lock.unlock();
   // The running task goes on, so the new one does not run next: push it
   // (or a more urgent queued one) to a lower worker if there is one.
-  if (push) push_tasks(top_changes);
+  if (push) push_tasks(*push);
 }
 
 void worker::bump(std::atomic<std::uint64_t>& counter) noexcept {

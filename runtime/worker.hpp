@@ -27,6 +27,7 @@
 #include <functional>
 #include <latch>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -163,11 +164,11 @@ class worker {
   // Migration (no lock held): push while it makes progress; the push_ipi
   // request after lowering; serving a token hop; the stuck-token fallback.
   // `top_changes`: q_.top_changes when the caller saw the queue; a failed
-  // push records it, and worth_pushing() skips pushes until it moves.
+  // push records it, and push_due() skips pushes until it moves.
   void push_tasks(std::uint64_t top_changes) noexcept;
-  // Under the queue lock: overloaded, and a push could succeed where the
-  // last one failed (see push_tasks()).
-  [[nodiscard]] bool worth_pushing() const noexcept;
+  // Under the queue lock: when overloaded and a push could succeed where
+  // the last one failed, the q_.top_changes to hand to push_tasks().
+  [[nodiscard]] std::optional<std::uint64_t> push_due() const noexcept;
   void migrate_on_lowering() noexcept;
   void serve_token() noexcept;
   // Takes over a token hop pending past ipi_timeout and sends it on;
