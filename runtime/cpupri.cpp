@@ -122,10 +122,11 @@ void cpupri::publish(unsigned worker, int slot, bool on) noexcept {
 }
 
 void cpupri::set(unsigned worker, int level) noexcept {
-  const int old = levels_[worker].value.load(std::memory_order_relaxed);  // owner-written
+  // Relaxed: one writer at a time (the holder of the worker's queue lock).
+  const int old = levels_[worker].value.load(std::memory_order_relaxed);
   if (old == level) return;
   if (layout_ == cpupri_layout::per_llc_bytes) {
-    // One plain store into the worker's own byte (no other writer, no RMW)
+    // One plain store into the worker's own byte (one writer at a time, no RMW)
     // moves it from the old level to the new one at once, so a concurrent
     // find sees one or the other, never neither. Release: pairs with the
     // acquire fence in find_bytes().

@@ -17,9 +17,11 @@
 // with the mask cost atomics and barriers that outweighed the early exit.
 //
 // Concurrency:
-//   - set(w, ...) only by the owner of worker w (one writer per worker);
-//     concurrently with set() of other workers and with any number of find().
-//     It writes only the shard that holds w (invariant 3 for per_llc*).
+//   - set(w, ...) only under w's queue lock (one writer at a time per
+//     worker: its owner, or a worker that pushes a task into it or pulls
+//     one out; the lock orders successive writers); concurrently with set()
+//     of other workers and with any number of find(). It writes only the
+//     shard that holds w (invariant 3 for per_llc*).
 //   - find() and level() from any thread; wait-free, no writes.
 //   - Bit layouts: a raise publishes the new level (release) before
 //     retracting the old one (release); find() scans levels upwards with
@@ -59,7 +61,8 @@ class cpupri {
   cpupri(const cpupri&) = delete;
   cpupri& operator=(const cpupri&) = delete;
 
-  /// Owner of `worker` only: publishes its new level (level_invalid, level_idle or 0..99).
+  /// Under `worker`'s queue lock only: publishes its new level
+  /// (level_invalid, level_idle or 0..99).
   void set(unsigned worker, int level) noexcept;
   /// The level last set for `worker` (relaxed: may trail a concurrent set).
   [[nodiscard]] int level(unsigned worker) const noexcept {
