@@ -42,14 +42,17 @@ struct config {
   std::chrono::microseconds hog_step{20};
   std::chrono::milliseconds segment{1000};
   int segments = 3;
-  std::vector<std::chrono::microseconds> ipi_timeouts{std::chrono::microseconds{20}};
+  // Default: the runtime's own default.
+  std::vector<std::chrono::microseconds> ipi_timeouts{
+      std::chrono::duration_cast<std::chrono::microseconds>(urt::runtime_options{}.ipi_timeout)};
   bool fifo = false;
 };
 
 struct mode_run {
   std::string name;
   urt::migration_mode mode = urt::migration_mode::push_ipi;
-  std::chrono::microseconds ipi_timeout{20};
+  std::chrono::microseconds ipi_timeout =  // unused by pull and none, but validated
+      std::chrono::duration_cast<std::chrono::microseconds>(urt::runtime_options{}.ipi_timeout);
   // Summed over segments.
   std::vector<std::uint64_t> histogram{};  // 1 us buckets
   std::uint64_t overflows = 0;
