@@ -17,45 +17,66 @@
 
 #include "urt/urt.hpp"
 
+#include "../test_util.hpp"
+
+using urt_test::counter;
+using urt_test::gate;
+
 namespace {
 
 constexpr urt::migration_mode all_modes[] = {urt::migration_mode::push_ipi,
                                              urt::migration_mode::pull, urt::migration_mode::none};
 
 urt::runtime_options synthetic_workers(unsigned n, urt::migration_mode mode) {
-  urt::runtime_options o;
-  o.topology = urt::topology_source::synthetic("core:" + std::to_string(n) + " pu:1");
-  o.idle_spin = std::chrono::microseconds{5};
+  urt::runtime_options o = urt_test::synthetic_workers(n);
   o.migration = mode;
   return o;
 }
 
-class gate {
+// Two workers: worker 1 held at 60, while a long task at 50 on worker 0
+// queues a 40 at home (nobody is below 40 then: worker 0 is overloaded)
+// and then never reaches a scheduling point until the destructor lets it.
+// release_worker1() lets worker 1 go idle; the 40 must then come to it.
+class stuck_home {
  public:
-  void open() {
-    open_.store(true);
-    open_.notify_all();
+  explicit stuck_home(urt::migration_mode mode) : rt(synthetic_workers(2, mode)) {
+    rt.spawn(urt::task_spec{.priority = 60, .affinity = urt::worker_set{1}}, [this] {
+      held1_.add();
+      hold1_.wait();
+    });
+    held1_.wait_for(1);
+    rt.spawn(urt::task_spec{.priority = 50, .affinity = urt::worker_set{0}}, [this] {
+      rt.spawn(urt::task_spec{.priority = 40}, [this] {
+        ran40_on.store(urt::this_task::worker_id());
+        ran40_.add();
+      });
+      queued_.add();
+      long_go_.wait();
+    });
+    queued_.wait_for(1);
   }
-  void wait() const { open_.wait(false); }
+  stuck_home(const stuck_home&) = delete;
+  stuck_home& operator=(const stuck_home&) = delete;
+  ~stuck_home() {
+    hold1_.open();
+    long_go_.open();
+    rt.stop();
+  }
+  // Lets worker 1 go idle and waits until the 40 has run.
+  void release_worker1() {
+    hold1_.open();
+    ran40_.wait_for(1);
+  }
+
+  urt::runtime rt;
+  std::atomic<unsigned> ran40_on{99};
 
  private:
-  std::atomic<bool> open_{false};
-};
-
-// Counts up; a test thread waits until it reaches a value.
-class counter {
- public:
-  void add() {
-    n_.fetch_add(1);
-    n_.notify_all();
-  }
-  void wait_for(int want) const {
-    for (int seen = n_.load(); seen < want; seen = n_.load()) n_.wait(seen);
-  }
-  [[nodiscard]] int value() const { return n_.load(); }
-
- private:
-  std::atomic<int> n_{0};
+  gate hold1_;
+  counter held1_;
+  gate long_go_;
+  counter queued_;
+  counter ran40_;
 };
 
 }  // namespace
@@ -157,80 +178,31 @@ TEST_CASE("migration: once settled, the N most urgent of M > N long-running task
 TEST_CASE("migration: a worker stuck in a long task cannot stall migration (push_ipi fallback)") {
   for (int round = 0; round < 10; ++round) {
     CAPTURE(round);
-    urt::runtime rt(synthetic_workers(2, urt::migration_mode::push_ipi));
-    // Worker 1 is held at 60, so nobody is below 40 when the 40 is spawned.
-    gate hold1;
-    counter held1;
-    rt.spawn(urt::task_spec{.priority = 60, .affinity = urt::worker_set{1}}, [&] {
-      held1.add();
-      hold1.wait();
-    });
-    held1.wait_for(1);
-    // The long task on worker 0 queues a 40 at home (overloaded) and then
-    // never reaches a scheduling point until the test releases it.
-    gate long_go;
-    counter queued;
-    counter ran40;
-    std::atomic<unsigned> ran40_on{99};
-    rt.spawn(urt::task_spec{.priority = 50, .affinity = urt::worker_set{0}}, [&] {
-      rt.spawn(urt::task_spec{.priority = 40}, [&] {
-        ran40_on.store(urt::this_task::worker_id());
-        ran40.add();
-      });
-      queued.add();
-      long_go.wait();
-    });
-    queued.wait_for(1);
-    CHECK(rt.stats().workers[0].accepted == 2);  // queued at home, not on worker 1
+    stuck_home t(urt::migration_mode::push_ipi);
+    CHECK(t.rt.stats().workers[0].accepted == 2);  // queued at home, not on worker 1
     // Worker 1 goes idle and asks for a push; worker 0 cannot serve the
     // token while its task runs, so worker 1 takes the hop over after
     // ipi_timeout and pulls the 40.
-    hold1.open();
-    ran40.wait_for(1);
-    CHECK(ran40_on.load() == 1);
-    const urt::runtime_stats s = rt.stats();
+    t.release_worker1();
+    CHECK(t.ran40_on.load() == 1);
+    const urt::runtime_stats s = t.rt.stats();
     CHECK(s.workers[1].fallbacks >= 1);
     CHECK(s.workers[1].pulls == 1);
     CHECK(s.workers[1].migrated_in == 1);
     CHECK(s.workers[0].migrated_out == 1);
     CHECK(s.workers[0].pushes == 0);  // it never got to a scheduling point
     CHECK(s.total().token_hops >= 1);
-    long_go.open();
-    rt.stop();
   }
 }
 
 TEST_CASE("migration: pull mode takes the task at once, without a token") {
-  urt::runtime rt(synthetic_workers(2, urt::migration_mode::pull));
-  gate hold1;
-  counter held1;
-  rt.spawn(urt::task_spec{.priority = 60, .affinity = urt::worker_set{1}}, [&] {
-    held1.add();
-    hold1.wait();
-  });
-  held1.wait_for(1);
-  gate long_go;
-  counter queued;
-  counter ran40;
-  std::atomic<unsigned> ran40_on{99};
-  rt.spawn(urt::task_spec{.priority = 50, .affinity = urt::worker_set{0}}, [&] {
-    rt.spawn(urt::task_spec{.priority = 40}, [&] {
-      ran40_on.store(urt::this_task::worker_id());
-      ran40.add();
-    });
-    queued.add();
-    long_go.wait();
-  });
-  queued.wait_for(1);
-  hold1.open();
-  ran40.wait_for(1);
-  CHECK(ran40_on.load() == 1);
-  const urt::runtime_stats s = rt.stats();
+  stuck_home t(urt::migration_mode::pull);
+  t.release_worker1();
+  CHECK(t.ran40_on.load() == 1);
+  const urt::runtime_stats s = t.rt.stats();
   CHECK(s.workers[1].pulls == 1);
   CHECK(s.total().token_hops == 0);
   CHECK(s.total().fallbacks == 0);
-  long_go.open();
-  rt.stop();
 }
 
 TEST_CASE("migration: an overloaded worker pushes at its task switch (mode none: nothing else moves)") {

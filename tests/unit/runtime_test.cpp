@@ -25,41 +25,9 @@ using urt_test::message_of;
 
 namespace {
 
-// A runtime of `n` workers on a synthetic topology (no real binding), so the
-// tests behave the same on any machine.
-urt::runtime_options synthetic_workers(unsigned n) {
-  urt::runtime_options o;
-  o.topology = urt::topology_source::synthetic("core:" + std::to_string(n) + " pu:1");
-  o.idle_spin = std::chrono::microseconds{5};
-  return o;
-}
-
-// A one-shot gate a task can block on until the test opens it.
-class gate {
- public:
-  void open() {
-    open_.store(true);
-    open_.notify_all();
-  }
-  void wait() const { open_.wait(false); }
-
- private:
-  std::atomic<bool> open_{false};
-};
-
-// Blocks the calling test until a task signals.
-class signal {
- public:
-  void raise() {
-    up_.store(true);
-    up_.notify_all();
-  }
-  void wait() const { up_.wait(false); }
-
- private:
-  std::atomic<bool> up_{false};
-};
-
+using urt_test::gate;
+using urt_test::signal;
+using urt_test::synthetic_workers;
 
 }  // namespace
 
@@ -484,6 +452,12 @@ TEST_CASE("runtime: bad options are rejected, naming the field and value") {
         "runtime_options.policy: value 7 is not a worker_policy");
   CHECK(with([](auto& o) { o.cpupri = static_cast<urt::cpupri_layout>(6); }) ==
         "runtime_options.cpupri: value 6 is not a cpupri_layout");
+  CHECK(with([](auto& o) { o.migration = static_cast<urt::migration_mode>(7); }) ==
+        "runtime_options.migration: value 7 is not a migration_mode");
+  CHECK(with([](auto& o) { o.ipi_timeout = std::chrono::nanoseconds{0}; }) ==
+        "runtime_options.ipi_timeout: 0ns is not positive");
+  CHECK(with([](auto& o) { o.ipi_timeout = std::chrono::nanoseconds{-3}; }) ==
+        "runtime_options.ipi_timeout: -3ns is not positive");
   CHECK(with([](auto& o) { o.lock_memory = static_cast<urt::memory_lock>(9); }) ==
         "runtime_options.lock_memory: value 9 is not a memory_lock");
   CHECK(with([](auto& o) { o.topology = urt::topology_source::synthetic(""); }) ==
