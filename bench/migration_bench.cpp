@@ -192,7 +192,6 @@ void run_segment(const config& c, mode_run& run) {
   run.counters.pulls += a.pulls - b.pulls;
   run.counters.remote_locks += a.remote_locks - b.remote_locks;
   run.counters.doorbells_sent += a.doorbells_sent - b.doorbells_sent;
-  run.counters.doorbells += a.doorbells - b.doorbells;
   run.counters.token_hops += a.token_hops - b.token_hops;
   run.counters.fallbacks += a.fallbacks - b.fallbacks;
   run.seconds += std::chrono::duration<double>(c.segment).count();

@@ -121,8 +121,6 @@ bool migrator::pull_from(unsigned self, unsigned src_id) noexcept {
     src.lock_remote();
     me.lock.lock();
   }
-  rt_queue& first = self < src_id ? me : src;
-  rt_queue& second = self < src_id ? src : me;
   bool moved = false;
   if (me.running != cpupri::level_invalid) {
     // The most urgent pushable task there that may run here and beats
@@ -136,8 +134,8 @@ bool migrator::pull_from(unsigned self, unsigned src_id) noexcept {
       moved = true;
     }
   }
-  second.lock.unlock();
-  first.lock.unlock();
+  src.lock.unlock();
+  me.lock.unlock();
   return moved;
 }
 

@@ -189,10 +189,7 @@ void worker::migrate_on_lowering() noexcept {
         bump(fallbacks_);
         take_over_stuck_token();
       }
-      if (shared_.migrate->pull_from(id_, source)) {
-        bump(pulls_);
-        return;
-      }
+      if (pull_one(source)) return;
       if (++pulls_tried == max_fallback_pulls) return;
       continue;
     }
@@ -291,6 +288,12 @@ void worker::serve_token() noexcept {
   if (seq == 0) return;
   push_tasks(push_failed_at_);  // always try: a worker lowered and asked
   send_hop(shared_.token->forward(id_, seq, *shared_.overload, now_ns()));
+}
+
+bool worker::pull_one(unsigned source) noexcept {
+  if (!shared_.migrate->pull_from(id_, source)) return false;
+  bump(pulls_);
+  return true;
 }
 
 unsigned worker::take_over_stuck_token() noexcept {
@@ -502,7 +505,7 @@ void worker::idle(run_state seen) {
     if (const unsigned stuck = take_over_stuck_token(); stuck != push_token::none) {
       // The fallback: one pull from the worker that kept the token.
       bump(fallbacks_);
-      if (shared_.migrate->pull_from(id_, stuck)) bump(pulls_);
+      pull_one(stuck);
       return;
     }
     const std::int64_t due_ns = shared_.token->hop_deadline(shared_.ipi_timeout.count());

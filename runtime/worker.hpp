@@ -174,6 +174,8 @@ class worker {
   // Takes over a token hop pending past ipi_timeout and sends it on;
   // returns the worker that kept it, or none.
   unsigned take_over_stuck_token() noexcept;
+  // One pull from `source` (the fallback), counted; true when it moved a task.
+  bool pull_one(unsigned source) noexcept;
   void send_hop(push_token::hop h) noexcept;
   void ring_peer(unsigned target) noexcept;
   void run_task(task_node* node) noexcept;
