@@ -89,10 +89,16 @@ cpupri::cpupri(cpupri_layout layout, std::span<const worker_place> workers)
   // Value-initialized: every word and byte starts at zero (nobody anywhere).
   if (layout == cpupri_layout::per_llc_bytes) {
     byte_lines_ = std::make_unique<byte_line[]>(total);
+    byte_of_ = std::make_unique<std::atomic<std::uint8_t>*[]>(n);
+    for (unsigned w = 0; w < n; ++w) {
+      const shard& s = shards_[shard_of_[w]];
+      const unsigned local = w - s.workers.first;
+      byte_of_[w] = &byte_lines_[s.base + local / line_bytes].bytes[local % line_bytes];
+    }
   } else {
     lines_ = std::make_unique<line[]>(total);
+    levels_ = std::make_unique<padded_level[]>(n);
   }
-  levels_ = std::make_unique<padded_level[]>(n);
   // Cut each group into chunks: a new chunk at every shard boundary and
   // every 64th worker of the group. Usually one chunk per group.
   for (group& g : groups_) {
@@ -121,30 +127,19 @@ void cpupri::publish(unsigned worker, int slot, bool on) noexcept {
   }
 }
 
-void cpupri::set(unsigned worker, int level) noexcept {
+void cpupri::set_bits(unsigned worker, int level) noexcept {
   // Relaxed: one writer at a time (the holder of the worker's queue lock).
   const int old = levels_[worker].value.load(std::memory_order_relaxed);
   if (old == level) return;
-  if (layout_ == cpupri_layout::per_llc_bytes) {
-    // One plain store into the worker's own byte (one writer at a time, no RMW)
-    // moves it from the old level to the new one at once, so a concurrent
-    // find sees one or the other, never neither. Release: pairs with the
-    // acquire fence in find_bytes().
-    value_byte(worker).store(level == level_invalid ? 0 : static_cast<std::uint8_t>(slot_of(level) + 1),
-                             std::memory_order_release);
-  } else {
-    // Publish the new level before retracting the old one (invariant 2);
-    // the second release RMW cannot become visible before the first.
-    if (level != level_invalid) publish(worker, slot_of(level), true);
-    if (old != level_invalid) publish(worker, slot_of(old), false);
-  }
+  // Publish the new level before retracting the old one (invariant 2);
+  // the second release RMW cannot become visible before the first.
+  if (level != level_invalid) publish(worker, slot_of(level), true);
+  if (old != level_invalid) publish(worker, slot_of(old), false);
   levels_[worker].value.store(level, std::memory_order_relaxed);
 }
 
 std::atomic<std::uint8_t>& cpupri::value_byte(unsigned worker) const noexcept {
-  const shard& s = shards_[shard_of_[worker]];
-  const unsigned local = worker - s.workers.first;
-  return byte_lines_[s.base + local / line_bytes].bytes[local % line_bytes];
+  return *byte_of_[worker];
 }
 
 bool cpupri::member(int slot, unsigned worker) const noexcept {

@@ -63,9 +63,26 @@ class cpupri {
 
   /// Under `worker`'s queue lock only: publishes its new level
   /// (level_invalid, level_idle or 0..99).
-  void set(unsigned worker, int level) noexcept;
+  void set(unsigned worker, int level) noexcept {
+    if (layout_ != cpupri_layout::per_llc_bytes) {
+      set_bits(worker, level);
+      return;
+    }
+    // The default layout's whole update, inline: one plain store into the
+    // worker's own byte (one writer at a time, no RMW) moves it from the old
+    // level to the new one at once, so a concurrent find sees one or the
+    // other, never neither. Release: pairs with the acquire fence in
+    // find_bytes(). An unchanged level is not stored again, so readers keep
+    // the line. Relaxed load: the writer reads back its own last store.
+    std::atomic<std::uint8_t>& b = *byte_of_[worker];
+    const std::uint8_t v = encode(level);
+    if (b.load(std::memory_order_relaxed) != v) b.store(v, std::memory_order_release);
+  }
   /// The level last set for `worker` (relaxed: may trail a concurrent set).
   [[nodiscard]] int level(unsigned worker) const noexcept {
+    if (layout_ == cpupri_layout::per_llc_bytes) {
+      return decode(byte_of_[worker]->load(std::memory_order_relaxed));
+    }
     return levels_[worker].value.load(std::memory_order_relaxed);
   }
 
@@ -120,6 +137,15 @@ class cpupri {
   };
 
   static constexpr int slot_of(int level) noexcept { return level + 1; }  // idle -> 0
+  // per_llc_bytes: a worker's byte is 0 when invalid, else its slot + 1, so
+  // that a zeroed line reads as "nobody" and lower bytes are lower levels.
+  static constexpr std::uint8_t encode(int level) noexcept {
+    return level == level_invalid ? 0 : static_cast<std::uint8_t>(slot_of(level) + 1);
+  }
+  static constexpr int decode(std::uint8_t byte) noexcept {
+    return byte == 0 ? level_invalid : byte - 2;
+  }
+  void set_bits(unsigned worker, int level) noexcept;
   void publish(unsigned worker, int slot, bool on) noexcept;
   [[nodiscard]] bool member(int slot, unsigned worker) const noexcept;
   // Bits of `g`'s workers at `slot`, ANDed with the affinity, into out[]
@@ -143,7 +169,8 @@ class cpupri {
   std::vector<group> groups_;       // LLCs in id order
   std::unique_ptr<line[]> lines_;           // bit layouts
   std::unique_ptr<byte_line[]> byte_lines_; // per_llc_bytes
-  std::unique_ptr<padded_level[]> levels_;  // worker -> current level
+  std::unique_ptr<padded_level[]> levels_;  // bit layouts: worker -> current level
+  std::unique_ptr<std::atomic<std::uint8_t>*[]> byte_of_;  // per_llc_bytes: worker -> its byte
 };
 
 }  // namespace urt::detail
