@@ -55,7 +55,10 @@ struct alignas(64) rt_queue {
   /// idle spin (relaxed: it only decides when to take the lock and look).
   std::atomic<bool> moved_in{false};
   // Written under the lock, read anywhere (relaxed: statistics and load).
-  std::atomic<std::uint64_t> migrated_in{0};
+  // On a line of their own: every remote spawn reads them (worker::load())
+  // and they change only when a task migrates, while the line above changes
+  // at every step.
+  alignas(64) std::atomic<std::uint64_t> migrated_in{0};
   std::atomic<std::uint64_t> migrated_out{0};
   /// Times another worker took this lock (a push in, a pull out): the
   /// contention that push_ipi avoids and pull causes. Any thread (relaxed RMW: a statistic on the migration path).
