@@ -530,7 +530,10 @@ void worker::idle(run_state seen) {
     for (unsigned spins = 0;; ++spins) {
       if (changed()) return spin_to(due);
       cpu_relax();
-      if (spins % 64 == 63 && clock::now() >= deadline) break;
+      if (spins % 64 == 63) {
+        if (clock::now() >= deadline) break;
+        ::sched_yield();
+      }
     }
   }
   if (wake != clock::time_point::max()) alarm_.set(wake);
