@@ -33,9 +33,20 @@ class doorbell {
   doorbell(const doorbell&) = delete;
   doorbell& operator=(const doorbell&) = delete;
 
-  /// Owner: arms the wait; every ring from now on completes one wait, whose
-  /// handler drains the eventfd, counts the ring and re-arms.
+  /// Owner: arms the wait; the next ring completes it and ends the owner's
+  /// io_context::run_one().
   void arm() { fd_.arm(); }
+  /// Owner, before announce_parking(): when the last wait completed, drains
+  /// the eventfd (so that old rings do not complete the new wait at once)
+  /// and arms a new one; nothing while a wait is pending. Deferred to here
+  /// so that a woken worker goes to its task without a system call. A ring
+  /// between the drain and the new wait is not lost: Asio re-registers the
+  /// fd for the wait (EPOLL_CTL_MOD), which reports it readable again.
+  void rearm() {
+    if (fd_.waiting()) return;
+    fd_.drain();
+    fd_.arm();
+  }
   /// Owner: cancels the wait (before the io_context is stopped or destroyed).
   void disarm() { fd_.disarm(); }
 
@@ -68,8 +79,9 @@ class doorbell {
   /// hint; relaxed, may be stale either way).
   [[nodiscard]] bool parking() const noexcept { return parked_.load(std::memory_order_relaxed); }
 
-  /// Rings received (eventfd reads), for stats. Owner writes, anyone reads.
-  [[nodiscard]] std::uint64_t received() const noexcept { return fd_.total(); }
+  /// Rings that woke the owner (completed waits), for stats. Owner writes,
+  /// anyone reads.
+  [[nodiscard]] std::uint64_t received() const noexcept { return fd_.completions(); }
 
  private:
   void write_eventfd() noexcept;

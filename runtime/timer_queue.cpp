@@ -31,9 +31,10 @@ int make_timerfd() {
 
 alarm::alarm(asio::io_context& io) : fd_(io, make_timerfd()) {}
 
-void alarm::set(clock::time_point at) noexcept {
-  // A timerfd is one-shot: once it fired it must be set again.
-  if (at == armed_ && fired() == fired_when_armed_) return;
+void alarm::set(clock::time_point at) {
+  // A timerfd is one-shot: once it fired (its wait completed) it must be
+  // set again.
+  if (at == armed_ && fd_.waiting()) return;
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
   itimerspec spec{};
   // A deadline at or before the epoch would disarm the timer: use 1 ns.
@@ -43,8 +44,8 @@ void alarm::set(clock::time_point at) noexcept {
   // Cannot fail with a valid fd and a normalized absolute time.
   if (::timerfd_settime(fd_.native_handle(), TFD_TIMER_ABSTIME, &spec, nullptr) == 0) {
     armed_ = at;
-    fired_when_armed_ = fired();
   }
+  fd_.arm();  // after the set: a wait on a fired, unset timerfd completes at once
 }
 
 }  // namespace urt::detail

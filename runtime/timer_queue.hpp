@@ -53,20 +53,18 @@ class alarm {
   alarm(const alarm&) = delete;
   alarm& operator=(const alarm&) = delete;
 
-  /// Owner: arms the wait; each expiry completes one wait, whose handler
-  /// drains the timerfd and re-arms.
-  void arm() { fd_.arm(); }
   void disarm() { fd_.disarm(); }
-  /// Owner: the next expiry is `at` (absolute). No syscall when it is set
-  /// there already and has not fired since.
-  void set(clock::time_point at) noexcept;
-  /// Expiries seen (owner writes, anyone reads).
-  [[nodiscard]] std::uint64_t fired() const noexcept { return fd_.total(); }
+  /// Owner, before parking: the next expiry is `at` (absolute). Sets the
+  /// timerfd, which also clears its expiry count, and arms the wait when
+  /// the last one completed; no system call when it is set there already
+  /// and has not fired since. The timerfd is never read.
+  void set(clock::time_point at);
+  /// Expiries that woke the owner (owner writes, anyone reads).
+  [[nodiscard]] std::uint64_t fired() const noexcept { return fd_.completions(); }
 
  private:
   wakeup_fd fd_;
   clock::time_point armed_ = clock::time_point::max();
-  std::uint64_t fired_when_armed_ = 0;  // fired() when armed_ was set
 };
 
 template <class Keep, class Drop>

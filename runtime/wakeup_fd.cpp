@@ -5,8 +5,16 @@
 namespace urt::detail {
 
 void wakeup_fd::arm() {
+  if (waiting_) return;
+  waiting_ = true;
   fd_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const std::error_code& ec) {
-    if (!ec) on_readable();
+    // Completed or cancelled: either way no wait is pending any more. No
+    // system call here: this runs on the wake-up path (see the header).
+    waiting_ = false;
+    if (!ec) {
+      completions_.store(completions_.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
+    }
   });
 }
 
@@ -15,14 +23,12 @@ void wakeup_fd::disarm() {
   fd_.cancel(ignored);
 }
 
-void wakeup_fd::on_readable() {
+std::uint64_t wakeup_fd::drain() noexcept {
   std::uint64_t value = 0;
-  // EAGAIN: a racing wake-up was drained already, or a timerfd was re-set
-  // after it fired; nothing to count.
-  if (::read(fd_.native_handle(), &value, sizeof value) == sizeof value) {
-    total_.store(total_.load(std::memory_order_relaxed) + value, std::memory_order_relaxed);
-  }
-  arm();
+  // EAGAIN: nothing to count (a racing ring was drained already).
+  if (::read(fd_.native_handle(), &value, sizeof value) != sizeof value) return 0;
+  total_.store(total_.load(std::memory_order_relaxed) + value, std::memory_order_relaxed);
+  return value;
 }
 
 }  // namespace urt::detail

@@ -1,10 +1,14 @@
 // wakeup_fd: an eventfd or timerfd waited on in its owner's io_context.
 //
-// Both kinds of fd become readable when something happened and yield an
-// 8-byte counter when read. A wait armed on the fd completes once per
-// wake-up; its handler drains the counter, adds it to a running total and
-// re-arms, so the fd keeps its owner's io_context::run_one() wakeable.
-// The doorbell (eventfd) and the alarm (timerfd) are built on it.
+// Both kinds of fd become readable when something happened. A wait armed
+// on the fd completes once per wake-up and ends the owner's
+// io_context::run_one(). Its handler makes no system call: it only notes
+// that the wait completed, so a wake-up goes straight from epoll_wait to
+// the worker's scheduling step (the release path of a timed task, the
+// wake path of a spawn). The owner re-arms before it parks again, off that
+// path: the doorbell drains its eventfd counter first (else the re-armed
+// wait would complete at once), the alarm re-sets its timerfd, which
+// clears the expiry count (timerfd_settime), so it never reads it.
 //
 // Concurrency: owner only, except total(), which anyone may read (relaxed).
 #pragma once
@@ -24,21 +28,31 @@ class wakeup_fd {
   wakeup_fd(const wakeup_fd&) = delete;
   wakeup_fd& operator=(const wakeup_fd&) = delete;
 
-  /// Owner: arms the wait (see above).
+  /// Owner: arms a wait unless one is pending. (Asio re-registers the fd
+  /// with epoll_ctl for each wait: one system call.)
   void arm();
-  /// Owner: cancels the wait (before the io_context stops or dies).
+  /// Owner: cancels the pending wait (before the io_context stops or dies).
   void disarm();
+  /// Owner: whether a wait is armed and has not completed yet.
+  [[nodiscard]] bool waiting() const noexcept { return waiting_; }
+  /// Owner: reads the fd's counter (0 when there was nothing to read) and
+  /// adds it to total(). One system call.
+  std::uint64_t drain() noexcept;
   [[nodiscard]] int native_handle() noexcept { return fd_.native_handle(); }
-  /// Sum of the counters read so far: rings, or timer expirations.
+  /// Waits that completed (wake-ups seen), owner-written.
+  [[nodiscard]] std::uint64_t completions() const noexcept {
+    return completions_.load(std::memory_order_relaxed);
+  }
+  /// Sum of the counters drained so far (eventfd: rings).
   [[nodiscard]] std::uint64_t total() const noexcept {
     return total_.load(std::memory_order_relaxed);
   }
 
  private:
-  void on_readable();
-
   asio::posix::stream_descriptor fd_;
-  std::atomic<std::uint64_t> total_{0};  // owner-written
+  bool waiting_ = false;
+  std::atomic<std::uint64_t> completions_{0};  // owner-written
+  std::atomic<std::uint64_t> total_{0};        // owner-written
 };
 
 }  // namespace urt::detail

@@ -68,7 +68,6 @@ void worker::main(startup& st) {
   tls_worker = this;
   tls_owner = shared_.owner;
   bell_.arm();
-  alarm_.arm();
   q_.lock.lock();
   shared_.migrate->publish(id_);  // idle: routable from now on
   q_.lock.unlock();
@@ -537,6 +536,7 @@ void worker::idle(run_state seen) {
     }
   }
   if (wake != clock::time_point::max()) alarm_.set(wake);
+  bell_.rearm();
   bell_.announce_parking();
   // The re-check after the announcement. Parking is safe even when a node's
   // enqueue is still in flight: its spawner rings after linking it; so do

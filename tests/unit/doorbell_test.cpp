@@ -4,11 +4,20 @@
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
 #include <thread>
 
 #include "doorbell.hpp"
+#include "timer_queue.hpp"
+#include "wakeup_fd.hpp"
 
 using urt::detail::doorbell;
+using urt::detail::wakeup_fd;
 
 TEST_CASE("doorbell: an awake owner is never rung") {
   asio::io_context io{1};
@@ -43,6 +52,7 @@ TEST_CASE("doorbell: a parked owner thread is woken by a ring from another threa
   bell.arm();
   std::atomic<int> woken{0};
   for (int round = 1; round <= 50; ++round) {
+    bell.rearm();
     bell.announce_parking();
     std::thread ringer([&] {
       while (!bell.ring()) {
@@ -56,6 +66,97 @@ TEST_CASE("doorbell: a parked owner thread is woken by a ring from another threa
   }
   CHECK(woken.load() == 50);
   bell.disarm();
+  guard.reset();
+  io.poll();
+}
+
+TEST_CASE("doorbell: a wake-up makes no system call and rearm drains old rings") {
+  asio::io_context io{1};
+  auto guard = asio::make_work_guard(io);  // as the worker holds: no stop at zero work
+  doorbell bell(io);
+  bell.arm();
+  bell.announce_parking();
+  CHECK(bell.ring());
+  CHECK(io.run_one() == 1);  // woken: the handler only noted the completion
+  bell.cancel_parking();
+  CHECK(bell.received() == 1);
+  // A stale parked flag lets a late ringer write once more while the owner
+  // is awake; rearm() drains both writes, so the new wait stays pending.
+  bell.announce_parking();
+  bell.cancel_parking();
+  bell.announce_parking();
+  CHECK(bell.ring());
+  bell.cancel_parking();
+  bell.rearm();
+  CHECK(io.poll() == 0);
+  CHECK(bell.received() == 1);
+  // rearm() while a wait is pending changes nothing.
+  bell.rearm();
+  bell.announce_parking();
+  CHECK(bell.ring());
+  CHECK(io.run_one() == 1);
+  bell.cancel_parking();
+  CHECK(bell.received() == 2);
+  bell.disarm();
+  guard.reset();
+  io.poll();
+}
+
+TEST_CASE("wakeup_fd: a write between drain() and arm() completes the new wait") {
+  asio::io_context io{1};
+  auto guard = asio::make_work_guard(io);
+  const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  REQUIRE(fd >= 0);
+  wakeup_fd w(io, fd);
+  const std::uint64_t one = 1;
+  REQUIRE(::write(fd, &one, sizeof one) == sizeof one);
+  w.arm();
+  CHECK(w.waiting());
+  CHECK(io.poll() == 1);
+  CHECK_FALSE(w.waiting());
+  CHECK(w.completions() == 1);
+  CHECK(w.drain() == 1);
+  CHECK(w.drain() == 0);  // EAGAIN: nothing left
+  REQUIRE(::write(fd, &one, sizeof one) == sizeof one);  // the racing ring
+  w.arm();
+  CHECK(io.poll() == 1);  // not lost
+  CHECK(w.completions() == 2);
+  CHECK(w.total() == 1);  // drained once so far
+  w.disarm();
+  guard.reset();
+  io.poll();
+}
+
+TEST_CASE("alarm: fires once per set, never again until set anew") {
+  using clock = std::chrono::steady_clock;
+  asio::io_context io{1};
+  auto guard = asio::make_work_guard(io);
+  urt::detail::alarm alarm(io);
+  for (int round = 1; round <= 3; ++round) {
+    const auto at = clock::now() + std::chrono::microseconds{200};
+    alarm.set(at);
+    alarm.set(at);  // unchanged and pending: nothing to do
+    CHECK(io.run_one() == 1);  // blocks until the expiry
+    CHECK(clock::now() >= at);
+    CHECK(alarm.fired() == static_cast<std::uint64_t>(round));
+    // Fired and not set again: no wait is pending, nothing completes.
+    CHECK(io.poll() == 0);
+  }
+  // A deadline already passed fires at once; setting the same deadline
+  // again after it fired arms it again (the timerfd is one-shot).
+  const auto past = clock::now() - std::chrono::milliseconds{1};
+  alarm.set(past);
+  CHECK(io.run_one() == 1);
+  alarm.set(past);
+  CHECK(io.run_one() == 1);
+  CHECK(alarm.fired() == 5);
+  // Re-set before it fires: only the new deadline completes the wait.
+  alarm.set(clock::now() + std::chrono::hours{1});
+  alarm.set(clock::now() + std::chrono::microseconds{100});
+  CHECK(io.run_one() == 1);
+  CHECK(alarm.fired() == 6);
+  CHECK(io.poll() == 0);
+  alarm.disarm();
   guard.reset();
   io.poll();
 }
