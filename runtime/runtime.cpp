@@ -407,6 +407,14 @@ void runtime::check_period(std::chrono::nanoseconds period) {
   }
 }
 
+void runtime::check_overrun(overrun_policy overrun) {
+  if (overrun != overrun_policy::catch_up && overrun != overrun_policy::skip) {
+    throw std::invalid_argument("runtime::every: overrun " +
+                                std::to_string(static_cast<int>(overrun)) +
+                                " is not an overrun_policy");
+  }
+}
+
 runtime::spawn_ticket::~spawn_ticket() {
   if (node_ == nullptr) return;  // committed
   // The callable's construction threw: un-accept the task.

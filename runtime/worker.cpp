@@ -418,13 +418,24 @@ void worker::run_task(task_node* node) noexcept {
   }
   tls_task = nullptr;
   if (periodic_state* series = node->series()) {
-    // Release k + 1 is start + (k + 1) * period: drift-free, and after an
-    // overrun the next releases are simply already due.
+    // Release k + 1 is start + (k + 1) * period: drift-free. After an
+    // overrun the next releases are already due: catch_up runs them,
+    // skip moves on to the first one not yet past (still on the grid).
     // Relaxed state: a stale "running" only re-arms once more, and the
     // series ends at its next release. Acquire: as in release_due().
     if (shared_.state.load(std::memory_order_relaxed) == run_state::running &&
         !series->cancelled.load(std::memory_order_acquire)) {
       node->release += node->period;
+      if (series->overrun == overrun_policy::skip) {
+        const clock::time_point now = clock::now();
+        if (node->release < now) {
+          const auto missed = (now - node->release + node->period - clock::duration{1}) / node->period;
+          node->release += missed * node->period;
+          series->skipped.store(series->skipped.load(std::memory_order_relaxed) +
+                                    static_cast<std::uint64_t>(missed),
+                                std::memory_order_relaxed);
+        }
+      }
       timers_.push(node);
       return;
     }

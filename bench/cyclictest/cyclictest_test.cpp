@@ -332,6 +332,10 @@ TEST_CASE("options: urt's own flags") {
     CHECK(c.opts.runtime_options().ipi_timeout == std::chrono::microseconds{150});
   }
 
+  CHECK(parse({}).opts.overrun == urt::overrun_policy::skip);  // as cyclictest
+  CHECK(parse({"--overrun=catch_up"}).opts.overrun == urt::overrun_policy::catch_up);
+  CHECK(parse({"--overrun", "skip"}).opts.overrun == urt::overrun_policy::skip);
+
   r = parse({"--topology=xml:/tmp/t.xml", "--policy=other", "-p", "80"});
   REQUIRE(r.ok());
   CHECK(r.opts.topology.kind == urt::topology_kind::xml);
@@ -352,6 +356,7 @@ TEST_CASE("options: every bad flag or value is rejected, naming the flag and the
       {{"--cpupri=bytes"}, {"--cpupri", "bytes"}},
       {{"--migration=push"}, {"--migration", "push"}},
       {{"--ipi-timeout=0"}, {"--ipi-timeout", "0"}},
+      {{"--overrun=drop"}, {"--overrun", "drop"}},
       {{"--bogus"}, {"--bogus"}},
       {{"-x"}, {"-x"}},
       {{"-qz"}, {"-z"}},
@@ -654,6 +659,7 @@ TEST_CASE("binary: a short real run records exactly -l cycles per thread") {
   }
   CHECK(j["urt"]["policy"].str() == "other");
   CHECK(j["urt"]["loops"].num() == 100);
+  CHECK(j["urt"]["overrun"].str() == "skip");
   // One series per worker, also without -a.
   if (j["urt"]["workers"].num() >= 2)
     CHECK(j["thread"]["0"]["cpu"].num() != j["thread"]["1"]["cpu"].num());

@@ -146,6 +146,10 @@ const char* migration_name(urt::migration_mode m) {
   return "?";
 }
 
+const char* overrun_name(urt::overrun_policy p) {
+  return p == urt::overrun_policy::skip ? "skip" : "catch_up";
+}
+
 const char* policy_name(urt::worker_policy p) {
   return p == urt::worker_policy::fifo ? "fifo" : "other";
 }
@@ -180,6 +184,7 @@ std::string urt_json(const options& o, const urt::runtime_options& ro, const urt
   s += "    \"ipi_timeout_us\": " +
        std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(ro.ipi_timeout).count()) +
        ",\n";
+  s += "    \"overrun\": " + json_string(overrun_name(o.overrun)) + ",\n";
   s += "    \"lock_memory\": " + std::string(b(o.mlockall)) + ",\n";
   s += "    \"timer_spin_us\": " + std::to_string(o.timer_spin_us) + ",\n";
   s += "    \"idle_spin_ns\": " + std::to_string(ro.idle_spin.count()) + ",\n";
@@ -298,7 +303,7 @@ int run(options o) {
           const urt::clock::time_point now = urt::clock::now();
           m->release(now, urt::this_task::release_time());
         },
-        t0 + period);
+        t0 + period, o.overrun);
     m->handle.store(&handles[i], std::memory_order_release);
   }
 

@@ -26,6 +26,7 @@ enum long_only : int {
   opt_cpupri,
   opt_migration,
   opt_ipi_timeout,
+  opt_overrun,
   opt_help,
 };
 
@@ -49,6 +50,7 @@ const option long_options[] = {
     {"cpupri", required_argument, nullptr, opt_cpupri},
     {"migration", required_argument, nullptr, opt_migration},
     {"ipi-timeout", required_argument, nullptr, opt_ipi_timeout},
+    {"overrun", required_argument, nullptr, opt_overrun},
     {"fifo-priority", required_argument, nullptr, opt_fifo_priority},
     {"load", required_argument, nullptr, opt_load},
     {"help", no_argument, nullptr, opt_help},
@@ -103,6 +105,8 @@ std::string flag_name(int c) {
       return "--migration";
     case opt_ipi_timeout:
       return "--ipi-timeout";
+    case opt_overrun:
+      return "--overrun";
     case opt_help:
       return "--help";
     default:
@@ -312,6 +316,15 @@ parse_result parse_options(int argc, char** argv) {
           err = bad(c, arg, "is not push_ipi, pull or none");
         }
         break;
+      case opt_overrun:
+        if (arg == "skip") {
+          o.overrun = urt::overrun_policy::skip;
+        } else if (arg == "catch_up") {
+          o.overrun = urt::overrun_policy::catch_up;
+        } else {
+          err = bad(c, arg, "is not skip or catch_up");
+        }
+        break;
       case opt_ipi_timeout: {
         int v = 0;
         if (number(c, arg, 1, 1000000, v, err)) o.ipi_timeout_us = v;
@@ -456,6 +469,9 @@ std::string usage(std::string_view program) {
          "                          priority does about overloaded workers (default push_ipi)\n"
          "         --ipi-timeout=US  push_ipi: how long a token holder may take before\n"
          "                          its task is pulled (default: the runtime's)\n"
+         "         --overrun=skip|catch_up  releases already past after a stall: skip\n"
+         "                          them as cyclictest does (default), or run each,\n"
+         "                          back to back, measured against its own release time\n"
          "         --load=N:PRIO    N background tasks per worker at task priority PRIO,\n"
          "                          each busy-spinning ~100 us and respawning itself\n"
          "         --help           print this text and exit\n"

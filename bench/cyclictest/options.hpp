@@ -42,6 +42,9 @@ struct options {
   urt::cpupri_layout cpupri = urt::runtime_options{}.cpupri;  ///< --cpupri
   urt::migration_mode migration = urt::runtime_options{}.migration;  ///< --migration
   std::optional<int> ipi_timeout_us;  ///< --ipi-timeout (unset: the runtime's default)
+  /// --overrun: what the series does with releases missed in a stall;
+  /// cyclictest skips them (one sample per stall), so skip by default.
+  urt::overrun_policy overrun = urt::overrun_policy::skip;
   unsigned load_tasks = 0;                    ///< --load=N:PRIO: N per worker...
   int load_priority = 0;                      ///< ...at this task priority
   bool help = false;                          ///< --help

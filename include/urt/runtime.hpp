@@ -177,16 +177,20 @@ class runtime {
   }
 
   /// Runs `fn` periodically, drift-free: release k is start + k * period
-  /// exactly (never "now + period"), also after an overrun, when the next
-  /// releases run back to back. The series is one accepted task that ends
-  /// at the handle's cancel() or at stop(). Throws std::invalid_argument for
-  /// a period that is not positive, as spawn() for the rest.
+  /// exactly (never "now + period"). After an overrun, `overrun` decides:
+  /// catch_up runs the missed releases back to back, skip goes on with the
+  /// first release not yet past (see overrun_policy). The series is one
+  /// accepted task that ends at the handle's cancel() or at stop(). Throws
+  /// std::invalid_argument for a period that is not positive or an unknown
+  /// policy, as spawn() for the rest.
   template <class F>
     requires std::invocable<std::decay_t<F>&> && std::constructible_from<std::decay_t<F>, F&&>
   periodic_task every(std::chrono::nanoseconds period, const task_spec& spec, F&& fn,
-                      clock::time_point start = clock::now()) {
+                      clock::time_point start = clock::now(),
+                      overrun_policy overrun = overrun_policy::catch_up) {
     check_period(period);
-    auto state = std::make_unique<detail::periodic_state>();  // before the callable is taken
+    check_overrun(overrun);
+    auto state = std::make_unique<detail::periodic_state>(overrun);  // before the callable is taken
     spawn_ticket ticket = begin_spawn(spec);
     ticket.payload()->emplace_repeating(std::forward<F>(fn));
     commit_timed(ticket, start, period, state.get());
@@ -232,6 +236,7 @@ class runtime {
   void commit_timed(spawn_ticket& ticket, clock::time_point release,
                     std::chrono::nanoseconds period, detail::periodic_state* state) noexcept;
   static void check_period(std::chrono::nanoseconds period);
+  static void check_overrun(overrun_policy overrun);
 
   std::unique_ptr<impl> impl_;
 };

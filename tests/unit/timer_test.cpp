@@ -119,6 +119,47 @@ TEST_CASE("timer: an overrun does not shift later releases") {
   for (std::size_t k = 0; k < releases.size(); ++k) CHECK(releases[k] == start + static_cast<long>(k) * period);
 }
 
+TEST_CASE("timer: overrun_policy::skip drops the missed releases and stays on the grid") {
+  urt::runtime rt(one_worker());
+  std::vector<urt::clock::time_point> releases;
+  std::vector<urt::clock::time_point> finished;
+  std::atomic<int> count{0};
+  const auto period = std::chrono::nanoseconds{500us};
+  const urt::clock::time_point start = urt::clock::now();
+  urt::periodic_task series = rt.every(
+      period, urt::task_spec{.priority = 10},
+      [&] {
+        releases.push_back(urt::this_task::release_time());
+        // The first release overruns four and a half periods.
+        if (releases.size() == 1) std::this_thread::sleep_for(4 * period + period / 2);
+        finished.push_back(urt::clock::now());
+        if (count.fetch_add(1) + 1 == 6) count.notify_all();
+      },
+      start, urt::overrun_policy::skip);
+  int c = count.load();
+  while (c < 6) {
+    count.wait(c);
+    c = count.load();
+  }
+  series.cancel();
+  rt.stop();
+  REQUIRE(releases.size() >= 6);
+  CHECK(releases[0] == start);
+  std::uint64_t gaps = 0;  // releases left out between the ones that ran
+  for (std::size_t k = 1; k < releases.size(); ++k) {
+    const auto offset = releases[k] - start;
+    CHECK(offset % period == std::chrono::nanoseconds{0});  // on the grid
+    CHECK(releases[k] > releases[k - 1]);
+    // Never a release already past when the previous one finished (the
+    // worker decides a moment later still).
+    CHECK(releases[k] >= finished[k - 1]);
+    gaps += static_cast<std::uint64_t>((releases[k] - releases[k - 1]) / period) - 1;
+  }
+  CHECK(releases[1] >= start + 5 * period);  // the overrun's missed releases were skipped
+  CHECK(series.skipped() == gaps);
+  CHECK(series.skipped() >= 4);
+}
+
 TEST_CASE("timer: spawn_at releases in deadline order, never early") {
   urt::runtime rt(one_worker());
   const urt::clock::time_point base = urt::clock::now() + 3ms;
@@ -211,6 +252,9 @@ TEST_CASE("timer: bad periods and timer_spin are rejected, naming the field") {
         "runtime::every: period 0ns is not positive");
   CHECK(message_of([&] { rt.every(-5ms, urt::task_spec{}, fn); }) ==
         "runtime::every: period -5000000ns is not positive");
+  CHECK(message_of([&] {
+          rt.every(1ms, urt::task_spec{}, fn, urt::clock::now(), static_cast<urt::overrun_policy>(7));
+        }) == "runtime::every: overrun 7 is not an overrun_policy");
   CHECK(message_of([&] { rt.spawn_at(urt::clock::now(), urt::task_spec{.priority = 120}, fn); }) ==
         "task_spec.priority: 120 is outside 0..99");
   CHECK(message_of([&] { rt.every(1ms, urt::task_spec{.priority = -3}, fn); }) ==
