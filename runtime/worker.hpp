@@ -196,7 +196,10 @@ class worker {
   rt_queue q_;
 
   // Owner-only state.
-  asio::io_context io_{1};
+  // Only this worker's thread runs it and waits on its fds (ringers write
+  // the eventfd directly; the fds are registered before the thread
+  // starts), so Asio may skip its per-descriptor locking on the wake path.
+  asio::io_context io_{ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   doorbell bell_{io_};
   alarm alarm_{io_};
