@@ -10,7 +10,8 @@
 // wait would complete at once), the alarm re-sets its timerfd, which
 // clears the expiry count (timerfd_settime), so it never reads it.
 //
-// Concurrency: owner only, except total(), which anyone may read (relaxed).
+// Concurrency: owner only, except completions(), which anyone may read
+// (relaxed).
 #pragma once
 
 #include <asio/io_context.hpp>
@@ -35,24 +36,19 @@ class wakeup_fd {
   void disarm();
   /// Owner: whether a wait is armed and has not completed yet.
   [[nodiscard]] bool waiting() const noexcept { return waiting_; }
-  /// Owner: reads the fd's counter (0 when there was nothing to read) and
-  /// adds it to total(). One system call.
+  /// Owner: reads and so resets the fd's counter; returns it (0 when there
+  /// was nothing to read). One system call.
   std::uint64_t drain() noexcept;
   [[nodiscard]] int native_handle() noexcept { return fd_.native_handle(); }
   /// Waits that completed (wake-ups seen), owner-written.
   [[nodiscard]] std::uint64_t completions() const noexcept {
     return completions_.load(std::memory_order_relaxed);
   }
-  /// Sum of the counters drained so far (eventfd: rings).
-  [[nodiscard]] std::uint64_t total() const noexcept {
-    return total_.load(std::memory_order_relaxed);
-  }
 
  private:
   asio::posix::stream_descriptor fd_;
   bool waiting_ = false;
   std::atomic<std::uint64_t> completions_{0};  // owner-written
-  std::atomic<std::uint64_t> total_{0};        // owner-written
 };
 
 }  // namespace urt::detail
