@@ -120,40 +120,6 @@ int set_latency_target() {
   return fd;
 }
 
-const char* cpupri_name(urt::cpupri_layout l) {
-  switch (l) {
-    case urt::cpupri_layout::global:
-      return "global";
-    case urt::cpupri_layout::per_numa:
-      return "per_numa";
-    case urt::cpupri_layout::per_llc:
-      return "per_llc";
-    case urt::cpupri_layout::per_llc_bytes:
-      return "per_llc_bytes";
-  }
-  return "?";
-}
-
-const char* migration_name(urt::migration_mode m) {
-  switch (m) {
-    case urt::migration_mode::push_ipi:
-      return "push_ipi";
-    case urt::migration_mode::pull:
-      return "pull";
-    case urt::migration_mode::none:
-      return "none";
-  }
-  return "?";
-}
-
-const char* overrun_name(urt::overrun_policy p) {
-  return p == urt::overrun_policy::skip ? "skip" : "catch_up";
-}
-
-const char* policy_name(urt::worker_policy p) {
-  return p == urt::worker_policy::fifo ? "fifo" : "other";
-}
-
 std::string load_average() {
   std::ifstream f("/proc/loadavg");
   std::string line;
@@ -174,17 +140,17 @@ std::string urt_json(const options& o, const urt::runtime_options& ro, const urt
   s += "    \"topology\": " + json_string(o.topology_text) + ",\n";
   s += "    \"cpus\": " + json_string(ro.cpus) + ",\n";
   s += "    \"workers\": " + std::to_string(rt.worker_count()) + ",\n";
-  s += "    \"policy\": " + json_string(policy_name(ro.policy)) + ",\n";
+  s += "    \"policy\": " + json_string(name_of(policy_spellings, ro.policy)) + ",\n";
   s += "    \"policy_fallback\": " + std::string(b(fell_back)) + ",\n";
   s += "    \"fifo_priority\": " +
        std::to_string(ro.policy == urt::worker_policy::fifo ? ro.fifo_priority : 0) + ",\n";
   s += "    \"task_priority\": " + std::to_string(o.priority) + ",\n";
-  s += "    \"cpupri\": " + json_string(cpupri_name(ro.cpupri)) + ",\n";
-  s += "    \"migration\": " + json_string(migration_name(ro.migration)) + ",\n";
+  s += "    \"cpupri\": " + json_string(name_of(cpupri_spellings, ro.cpupri)) + ",\n";
+  s += "    \"migration\": " + json_string(name_of(migration_spellings, ro.migration)) + ",\n";
   s += "    \"ipi_timeout_us\": " +
        std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(ro.ipi_timeout).count()) +
        ",\n";
-  s += "    \"overrun\": " + json_string(overrun_name(o.overrun)) + ",\n";
+  s += "    \"overrun\": " + json_string(name_of(overrun_spellings, o.overrun)) + ",\n";
   s += "    \"lock_memory\": " + std::string(b(o.mlockall)) + ",\n";
   s += "    \"timer_spin_us\": " + std::to_string(o.timer_spin_us) + ",\n";
   s += "    \"idle_spin_ns\": " + std::to_string(ro.idle_spin.count()) + ",\n";
@@ -325,7 +291,8 @@ int run(options o) {
   };
   // cyclictest writes "fifo/other" when its threads were forced to SCHED_OTHER.
   const std::string policy_line =
-      std::string("policy: ") + (fell_back ? "fifo/other" : policy_name(ro.policy));
+      std::string("policy: ").append(
+      fell_back ? std::string_view("fifo/other") : name_of(policy_spellings, ro.policy));
   const auto print_status = [&] {
     std::printf("%s: loadavg: %s          \n\n", policy_line.c_str(), load_average().c_str());
     for (unsigned i = 0; i < nthreads; ++i) {

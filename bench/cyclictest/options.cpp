@@ -118,6 +118,26 @@ std::string bad(int c, std::string_view value, std::string_view why) {
   return flag_name(c) + ": '" + std::string(value) + "' " + std::string(why);
 }
 
+// Sets `out` to the value `arg` spells in `table` and returns true, else
+// sets `err` to a message naming the flag, the value and every spelling
+// ("is not a, b or c") and returns false.
+template <class E, std::size_t N>
+bool choose(int c, std::string_view arg, const spelling<E> (&table)[N], E& out, std::string& err) {
+  for (const spelling<E>& s : table) {
+    if (s.name == arg) {
+      out = s.value;
+      return true;
+    }
+  }
+  std::string why = "is not ";
+  for (std::size_t i = 0; i < N; ++i) {
+    if (i != 0) why += i + 1 == N ? " or " : ", ";
+    why += table[i].name;
+  }
+  err = bad(c, arg, why);
+  return false;
+}
+
 bool all_digits(std::string_view s) {
   return !s.empty() &&
          std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
@@ -283,47 +303,19 @@ parse_result parse_options(int argc, char** argv) {
         if (number(c, arg, std::uint64_t{0}, max_us, v, err)) o.idle_spin_us = v;
         break;
       }
-      case opt_policy:
-        if (arg == "other") {
-          o.policy = urt::worker_policy::other;
-        } else if (arg == "fifo") {
-          o.policy = urt::worker_policy::fifo;
-        } else {
-          err = bad(c, arg, "is not other or fifo");
-        }
+      case opt_policy: {
+        urt::worker_policy v{};
+        if (choose(c, arg, policy_spellings, v, err)) o.policy = v;
         break;
+      }
       case opt_cpupri:
-        if (arg == "global") {
-          o.cpupri = urt::cpupri_layout::global;
-        } else if (arg == "per_numa") {
-          o.cpupri = urt::cpupri_layout::per_numa;
-        } else if (arg == "per_llc") {
-          o.cpupri = urt::cpupri_layout::per_llc;
-        } else if (arg == "per_llc_bytes") {
-          o.cpupri = urt::cpupri_layout::per_llc_bytes;
-        } else {
-          err = bad(c, arg, "is not global, per_numa, per_llc or per_llc_bytes");
-        }
+        choose(c, arg, cpupri_spellings, o.cpupri, err);
         break;
       case opt_migration:
-        if (arg == "push_ipi") {
-          o.migration = urt::migration_mode::push_ipi;
-        } else if (arg == "pull") {
-          o.migration = urt::migration_mode::pull;
-        } else if (arg == "none") {
-          o.migration = urt::migration_mode::none;
-        } else {
-          err = bad(c, arg, "is not push_ipi, pull or none");
-        }
+        choose(c, arg, migration_spellings, o.migration, err);
         break;
       case opt_overrun:
-        if (arg == "skip") {
-          o.overrun = urt::overrun_policy::skip;
-        } else if (arg == "catch_up") {
-          o.overrun = urt::overrun_policy::catch_up;
-        } else {
-          err = bad(c, arg, "is not skip or catch_up");
-        }
+        choose(c, arg, overrun_spellings, o.overrun, err);
         break;
       case opt_ipi_timeout: {
         int v = 0;

@@ -3,6 +3,7 @@
 // naming the flag and the value.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,6 +16,36 @@ namespace urt_cyclictest {
 
 /// Largest -h/--histogram value (cyclictest's HIST_MAX).
 inline constexpr std::uint64_t histogram_max_us = 1000000;
+
+/// How an enum value is spelled on the command line and in the JSON: one
+/// table per enum flag serves both the parser and the printers.
+template <class E>
+struct spelling {
+  std::string_view name;
+  E value;
+};
+inline constexpr spelling<urt::worker_policy> policy_spellings[] = {
+    {"other", urt::worker_policy::other}, {"fifo", urt::worker_policy::fifo}};
+inline constexpr spelling<urt::cpupri_layout> cpupri_spellings[] = {
+    {"global", urt::cpupri_layout::global},
+    {"per_numa", urt::cpupri_layout::per_numa},
+    {"per_llc", urt::cpupri_layout::per_llc},
+    {"per_llc_bytes", urt::cpupri_layout::per_llc_bytes}};
+inline constexpr spelling<urt::migration_mode> migration_spellings[] = {
+    {"push_ipi", urt::migration_mode::push_ipi},
+    {"pull", urt::migration_mode::pull},
+    {"none", urt::migration_mode::none}};
+inline constexpr spelling<urt::overrun_policy> overrun_spellings[] = {
+    {"skip", urt::overrun_policy::skip}, {"catch_up", urt::overrun_policy::catch_up}};
+
+/// The spelling of `value` in `table`, or "?" when it has none.
+template <class E, std::size_t N>
+constexpr std::string_view name_of(const spelling<E> (&table)[N], E value) noexcept {
+  for (const spelling<E>& s : table) {
+    if (s.value == value) return s.name;
+  }
+  return "?";
+}
 
 struct options {
   // --- cyclictest's flags (same letters, same meanings) ---
