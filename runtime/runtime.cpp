@@ -47,6 +47,14 @@ void runtime_options::validate() const {
   }
   if (idle_spin.count() < 0) bad_option("idle_spin", ns_text(idle_spin) + " is negative");
   if (timer_spin.count() < 0) bad_option("timer_spin", ns_text(timer_spin) + " is negative");
+  switch (timer_wake) {
+    case timer_wake_mode::at_release:
+    case timer_wake_mode::adaptive:
+      break;
+    default:
+      bad_option("timer_wake", "value " + std::to_string(static_cast<int>(timer_wake)) +
+                                   " is not a timer_wake_mode");
+  }
   switch (policy) {
     case worker_policy::other:
       break;
@@ -156,6 +164,7 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
   shared.ipi_timeout = options.ipi_timeout;
   shared.idle_spin = options.idle_spin;
   shared.timer_spin = options.timer_spin;
+  shared.timer_wake = options.timer_wake;
   shared.policy = options.policy;
   shared.fifo_priority = options.fifo_priority;
   shared.on_task_exception = options.on_task_exception;

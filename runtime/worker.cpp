@@ -526,22 +526,23 @@ void worker::idle(run_state seen) {
   }
   const task_node* first_timer = timers_.top();
   const clock::time_point due = first_timer != nullptr ? first_timer->release : clock::time_point::max();
-  // With timer_spin, wake that much early and spin to the deadline.
-  const clock::time_point timer_wake = first_timer != nullptr ? due - shared_.timer_spin : due;
+  // Wake timer_lead() before the release (the advance) and spin to it.
+  const clock::time_point timer_wake = first_timer != nullptr ? due - timer_lead() : due;
   const clock::time_point wake = std::min(timer_wake, token_due);
   // Work became visible, the state changed (acquire: pairs with stop()'s
   // store), or it is time to wake for the next release or the token check.
-  const auto changed = [&] {
+  const auto changed = [&](clock::time_point now) {
     return work_pending() || shared_.state.load(std::memory_order_acquire) != seen ||
-           (wake != clock::time_point::max() && clock::now() >= wake);
+           (wake != clock::time_point::max() && now >= wake);
   };
   if (shared_.idle_spin.count() > 0) {
     const auto deadline = clock::now() + shared_.idle_spin;
     for (unsigned spins = 0;; ++spins) {
-      if (changed()) return spin_to(due);
+      const auto now = clock::now();
+      if (changed(now)) return spin_to(due, timer_wake, now);
       cpu_relax();
       if (spins % 64 == 63) {
-        if (clock::now() >= deadline) break;
+        if (now >= deadline) break;
         ::sched_yield();
       }
     }
@@ -552,25 +553,47 @@ void worker::idle(run_state seen) {
   // The re-check after the announcement. Parking is safe even when a node's
   // enqueue is still in flight: its spawner rings after linking it; so do
   // a pusher after moving a task in and a token sender after its hop.
-  if (changed()) {
+  if (const auto now = clock::now(); changed(now)) {
     bell_.cancel_parking();
-    return spin_to(due);
+    return spin_to(due, timer_wake, now);
   }
   parks_.store(parks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  const std::uint64_t alarms = alarm_.fired();
   io_.run_one();  // returns once the doorbell, the alarm (or another handler) ran
   bell_.cancel_parking();
-  spin_to(due);
+  const auto woke = clock::now();
+  if (wake == timer_wake && alarm_.fired() != alarms && learning_advance()) {
+    // A parked wake-up by the release's alarm: how late the OS ran us.
+    advance_.observe(woke - timer_wake);
+    advance_ns_.store(advance_.value().count(), std::memory_order_relaxed);
+  }
+  spin_to(due, timer_wake, woke);
 }
 
-void worker::spin_to(clock::time_point due) noexcept {
-  // Only with timer_spin: the last stretch to a release is spun, not slept,
-  // unless other work shows up meanwhile.
-  if (shared_.timer_spin.count() == 0 || due == clock::time_point::max()) return;
-  if (clock::now() < due - shared_.timer_spin) return;  // woken early for something else
-  while (clock::now() < due) {
-    if (work_pending()) return;
+bool worker::learning_advance() const noexcept {
+  return shared_.timer_spin.count() == 0 && shared_.timer_wake == timer_wake_mode::adaptive;
+}
+
+std::chrono::nanoseconds worker::timer_lead() const noexcept {
+  if (shared_.timer_spin.count() > 0) return shared_.timer_spin;
+  return learning_advance() ? advance_.value() : std::chrono::nanoseconds{0};
+}
+
+void worker::spin_to(clock::time_point due, clock::time_point wake,
+                     clock::time_point woke) noexcept {
+  // The last stretch to a release that the worker woke early for is spun,
+  // not slept, unless other work shows up meanwhile.
+  if (due == clock::time_point::max() || woke >= due) return;
+  if (woke < wake) return;  // woken early for something else
+  clock::time_point now = woke;
+  while (now < due) {
+    if (work_pending()) break;
     cpu_relax();
+    now = clock::now();
   }
+  timer_spin_ns_.store(timer_spin_ns_.load(std::memory_order_relaxed) +
+                           static_cast<std::uint64_t>((now - woke).count()),
+                       std::memory_order_relaxed);
 }
 
 std::uint64_t worker::load() const noexcept {
@@ -613,6 +636,10 @@ worker_stats worker::stats() const noexcept {
   s.migrated_in = q_.migrated_in.load(std::memory_order_relaxed);
   s.migrated_out = q_.migrated_out.load(std::memory_order_relaxed);
   s.remote_locks = q_.remote_locks.load(std::memory_order_relaxed);
+  s.timer_spin_ns = timer_spin_ns_.load(std::memory_order_relaxed);
+  s.timer_advance_ns = static_cast<std::uint64_t>(
+      shared_.timer_spin.count() > 0 ? shared_.timer_spin.count()
+                                     : advance_ns_.load(std::memory_order_relaxed));
   return s;
 }
 

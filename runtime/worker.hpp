@@ -38,6 +38,7 @@
 #include "run_queue.hpp"
 #include "task_node.hpp"
 #include "timer_queue.hpp"
+#include "wake_advance.hpp"
 #include "urt/runtime.hpp"
 #include "urt/stats.hpp"
 #include "urt/topology.hpp"
@@ -69,6 +70,7 @@ struct runtime_shared {
   std::chrono::nanoseconds ipi_timeout{0};
   std::chrono::nanoseconds idle_spin{0};
   std::chrono::nanoseconds timer_spin{0};
+  timer_wake_mode timer_wake = timer_wake_mode::at_release;
   worker_policy policy = worker_policy::other;
   int fifo_priority = 0;
   std::function<void(std::exception_ptr)> on_task_exception;
@@ -181,7 +183,13 @@ class worker {
   void run_task(task_node* node) noexcept;
   void discard(task_node* node, std::atomic<std::uint64_t>& counter) noexcept;
   void idle(run_state seen);
-  void spin_to(clock::time_point due) noexcept;
+  // Whether the adaptive advance is in use (and learns).
+  [[nodiscard]] bool learning_advance() const noexcept;
+  // How long before its release the next timed release wakes a parked worker.
+  [[nodiscard]] std::chrono::nanoseconds timer_lead() const noexcept;
+  // Spins from `woke` to the release `due`, when the worker woke for it
+  // early (at `wake` = due - timer_lead() or later), unless work shows up.
+  void spin_to(clock::time_point due, clock::time_point wake, clock::time_point woke) noexcept;
   void handle_exception(const std::exception_ptr& error) noexcept;
   static void bump(std::atomic<std::uint64_t>& counter) noexcept;
   void publish_load_hint() noexcept;
@@ -204,6 +212,7 @@ class worker {
   doorbell bell_{io_};
   alarm alarm_{io_};
   timer_queue timers_;
+  wake_advance advance_;  // timer_wake::adaptive: learned from parked wake-ups
   bool series_ended_ = false;  // periodic series ended once stop() began
   unsigned rotation_ = 0;  // spreads this worker's pushes over equal targets
   std::uint64_t push_failed_at_ = ~std::uint64_t{0};  // q_.top_changes at the last failed push
@@ -220,6 +229,8 @@ class worker {
   std::atomic<std::uint64_t> pulls_{0};
   std::atomic<std::uint64_t> token_hops_{0};  // hops this worker sent
   std::atomic<std::uint64_t> fallbacks_{0};   // stuck hops it took over
+  std::atomic<std::uint64_t> timer_spin_ns_{0};  // spun waiting for releases
+  std::atomic<std::int64_t> advance_ns_{0};      // advance_.value(), for stats()
 
   // Owner-written, read by spawners: refreshed rarely, on a line of its own.
   alignas(64) std::atomic<std::uint64_t> finished_hint_{0};

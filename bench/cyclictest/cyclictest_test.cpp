@@ -332,6 +332,12 @@ TEST_CASE("options: urt's own flags") {
     CHECK(c.opts.runtime_options().ipi_timeout == std::chrono::microseconds{150});
   }
 
+  CHECK(parse({}).opts.runtime_options().timer_wake == urt::runtime_options{}.timer_wake);
+  CHECK(parse({"--timer-wake=at_release"}).opts.runtime_options().timer_wake ==
+        urt::timer_wake_mode::at_release);
+  CHECK(parse({"--timer-wake", "adaptive"}).opts.runtime_options().timer_wake ==
+        urt::timer_wake_mode::adaptive);
+
   CHECK(parse({}).opts.overrun == urt::overrun_policy::skip);  // as cyclictest
   CHECK(parse({"--overrun=catch_up"}).opts.overrun == urt::overrun_policy::catch_up);
   CHECK(parse({"--overrun", "skip"}).opts.overrun == urt::overrun_policy::skip);
@@ -357,6 +363,8 @@ TEST_CASE("options: every bad flag or value is rejected, naming the flag and the
       {{"--migration=push"}, {"--migration", "push"}},
       {{"--ipi-timeout=0"}, {"--ipi-timeout", "0"}},
       {{"--overrun=drop"}, {"--overrun", "drop"}},
+      {{"--timer-wake=early"}, {"--timer-wake", "early"}},
+      {{"--timer-wake"}, {"--timer-wake"}},
       {{"--bogus"}, {"--bogus"}},
       {{"-x"}, {"-x"}},
       {{"-qz"}, {"-z"}},
@@ -660,6 +668,9 @@ TEST_CASE("binary: a short real run records exactly -l cycles per thread") {
   CHECK(j["urt"]["policy"].str() == "other");
   CHECK(j["urt"]["loops"].num() == 100);
   CHECK(j["urt"]["overrun"].str() == "skip");
+  CHECK(j["urt"]["timer_wake"].str() == "adaptive");
+  CHECK(j["urt"]["timer_advance_ns"].num() <= 100000);  // the adaptive advance's bound
+  CHECK(j["urt"]["timer_spin_total_ns"].num() >= 0);
   // One series per worker, also without -a.
   if (j["urt"]["workers"].num() >= 2)
     CHECK(j["thread"]["0"]["cpu"].num() != j["thread"]["1"]["cpu"].num());
@@ -668,6 +679,7 @@ TEST_CASE("binary: a short real run records exactly -l cycles per thread") {
   CHECK(text.find("T: 0 (") != std::string::npos);
   CHECK(text.find("T: 1 (") != std::string::npos);
   CHECK(text.find("C:    100") != std::string::npos);
+  CHECK(text.find("# timer: adaptive, advance ") != std::string::npos);  // what spinning cost
   CHECK(text.find("T: 1 p50:") != std::string::npos);
 }
 

@@ -153,6 +153,10 @@ std::string urt_json(const options& o, const urt::runtime_options& ro, const urt
   s += "    \"overrun\": " + json_string(name_of(overrun_spellings, o.overrun)) + ",\n";
   s += "    \"lock_memory\": " + std::string(b(o.mlockall)) + ",\n";
   s += "    \"timer_spin_us\": " + std::to_string(o.timer_spin_us) + ",\n";
+  s += "    \"timer_wake\": " + json_string(name_of(timer_wake_spellings, ro.timer_wake)) + ",\n";
+  const urt::worker_stats total = rt.stats().total();
+  s += "    \"timer_advance_ns\": " + std::to_string(total.timer_advance_ns) + ",\n";
+  s += "    \"timer_spin_total_ns\": " + std::to_string(total.timer_spin_ns) + ",\n";
   s += "    \"idle_spin_ns\": " + std::to_string(ro.idle_spin.count()) + ",\n";
   s += "    \"interval_us\": " + std::to_string(o.interval_us) + ",\n";
   s += "    \"distance_us\": " + std::to_string(o.histogram_us != 0 ? 0 : o.distance_us) + ",\n";
@@ -331,6 +335,19 @@ int run(options o) {
     for (const auto& t : reports) std::printf("%s\n", format_status_line(t).c_str());
   }
   for (const auto& t : reports) std::printf("%s\n", format_percentile_line(t).c_str());
+  {
+    // What the advance cost: cyclictest sleeps and never spins.
+    const urt::worker_stats total = rt->stats().total();
+    std::uint64_t releases = 0;
+    for (const auto& t : reports) releases += t.stats->cycles();
+    std::printf("# timer: %s, advance %.1f us, spun %.2f us per release\n",
+                ro.timer_spin.count() > 0 ? "timer_spin"
+                                          : std::string(name_of(timer_wake_spellings, ro.timer_wake)).c_str(),
+                static_cast<double>(total.timer_advance_ns) / 1e3,
+                releases == 0 ? 0.0
+                              : static_cast<double>(total.timer_spin_ns) / 1e3 /
+                                    static_cast<double>(releases));
+  }
   if (o.load_tasks > 0) {
     std::printf("# load: %u task(s) per worker at priority %d ran %llu times\n", o.load_tasks,
                 o.load_priority,

@@ -19,6 +19,7 @@ enum long_only : int {
   opt_json,
   opt_topology,
   opt_timer_spin,
+  opt_timer_wake,
   opt_idle_spin,
   opt_policy,
   opt_fifo_priority,
@@ -45,6 +46,7 @@ const option long_options[] = {
     {"threads", optional_argument, nullptr, 't'},
     {"topology", required_argument, nullptr, opt_topology},
     {"timer-spin", required_argument, nullptr, opt_timer_spin},
+    {"timer-wake", required_argument, nullptr, opt_timer_wake},
     {"idle-spin", required_argument, nullptr, opt_idle_spin},
     {"policy", required_argument, nullptr, opt_policy},
     {"cpupri", required_argument, nullptr, opt_cpupri},
@@ -91,6 +93,8 @@ std::string flag_name(int c) {
       return "--topology";
     case opt_timer_spin:
       return "--timer-spin";
+    case opt_timer_wake:
+      return "--timer-wake";
     case opt_idle_spin:
       return "--idle-spin";
     case opt_policy:
@@ -298,6 +302,9 @@ parse_result parse_options(int argc, char** argv) {
       case opt_timer_spin:
         number(c, arg, std::uint64_t{0}, max_us, o.timer_spin_us, err);
         break;
+      case opt_timer_wake:
+        choose(c, arg, timer_wake_spellings, o.timer_wake, err);
+        break;
       case opt_idle_spin: {
         std::uint64_t v = 0;
         if (number(c, arg, std::uint64_t{0}, max_us, v, err)) o.idle_spin_us = v;
@@ -383,6 +390,7 @@ urt::runtime_options options::runtime_options() const {
   r.cpus = affinity_cpus;
   if (idle_spin_us) r.idle_spin = std::chrono::microseconds{*idle_spin_us};
   r.timer_spin = std::chrono::microseconds{timer_spin_us};
+  r.timer_wake = timer_wake;
   r.cpupri = cpupri;
   r.migration = migration;
   if (ipi_timeout_us) r.ipi_timeout = std::chrono::microseconds{*ipi_timeout_us};
@@ -449,7 +457,12 @@ std::string usage(std::string_view program) {
          "\n"
          "urt's options:\n"
          "         --topology=system|synthetic:DESCRIPTION|xml:PATH  default system\n"
-         "         --timer-spin=US  wake US before each release and spin (default 0 = off)\n"
+         "         --timer-wake=adaptive|at_release  when a parked worker's alarm for a\n"
+         "                          release fires: earlier by its learned median wake-up\n"
+         "                          lateness, spinning the rest (default adaptive), or at\n"
+         "                          the release itself, as the kernel's cyclictest sleeps\n"
+         "         --timer-spin=US  wake US before each release and spin (default 0 = off;\n"
+         "                          overrides --timer-wake)\n"
          "         --idle-spin=US   idle spin before a worker parks (default: runtime's)\n"
          "         --policy=other|fifo  OS policy of the workers (default: fifo when\n"
          "                          -p > 0, else other)\n"

@@ -35,6 +35,9 @@ inline constexpr spelling<urt::migration_mode> migration_spellings[] = {
     {"push_ipi", urt::migration_mode::push_ipi},
     {"pull", urt::migration_mode::pull},
     {"none", urt::migration_mode::none}};
+inline constexpr spelling<urt::timer_wake_mode> timer_wake_spellings[] = {
+    {"at_release", urt::timer_wake_mode::at_release},
+    {"adaptive", urt::timer_wake_mode::adaptive}};
 inline constexpr spelling<urt::overrun_policy> overrun_spellings[] = {
     {"skip", urt::overrun_policy::skip}, {"catch_up", urt::overrun_policy::catch_up}};
 
@@ -67,6 +70,7 @@ struct options {
   urt::topology_source topology = urt::topology_source::system();
   std::string topology_text = "system";       ///< --topology as given
   std::uint64_t timer_spin_us = 0;            ///< --timer-spin
+  urt::timer_wake_mode timer_wake = urt::runtime_options{}.timer_wake;  ///< --timer-wake
   std::optional<std::uint64_t> idle_spin_us;  ///< --idle-spin; nullopt = runtime default
   std::optional<urt::worker_policy> policy;   ///< --policy; nullopt = fifo iff -p > 0
   std::optional<int> fifo_priority;           ///< --fifo-priority; nullopt = -p, else 90

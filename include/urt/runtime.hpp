@@ -51,6 +51,20 @@ enum class migration_mode : unsigned char {
 };
 
 /// How stop() treats tasks that are accepted but have not run.
+/// When a parked worker sets its alarm for a timed release
+/// (runtime_options::timer_wake).
+enum class timer_wake_mode : unsigned char {
+  /// At the release itself: the release starts as late as the OS wakes the
+  /// worker (as the kernel's cyclictest measures it).
+  at_release,
+  /// Earlier by the worker's median wake-up lateness, learned from its own
+  /// parked wake-ups (at most 100 us; the user-space analogue of KVM's
+  /// adaptive lapic_timer_advance_ns). About half the wake-ups then come
+  /// early and spin to the release, a few microseconds each; the others
+  /// start their release sooner by that median.
+  adaptive,
+};
+
 enum class stop_mode : unsigned char {
   drain,   ///< run every accepted task, including ones spawned while draining
   cancel,  ///< let running tasks finish, drop the queued ones unrun and count them
@@ -69,9 +83,13 @@ struct runtime_options {
   /// M tasks/s, 10 us 7.1-8.1, 50 us 7.8-8.2, 200 us 6.3-8.6; the wake-up
   /// latency benchmark is where the default gets chosen for latency.
   std::chrono::nanoseconds idle_spin = std::chrono::microseconds{50};
-  /// For timed releases: wake this long before a deadline and spin until it,
-  /// so the release does not pay the wake-up latency of a parked thread
-  /// (at the cost of that much CPU per release). 0 = off.
+  /// For timed releases: when a parked worker sets its alarm (see
+  /// timer_wake). Overridden by a nonzero timer_spin.
+  timer_wake_mode timer_wake = timer_wake_mode::adaptive;
+  /// For timed releases: a fixed advance. Wake this long before every
+  /// deadline and spin until it, so the release does not pay the wake-up
+  /// latency of a parked thread (at the cost of up to that much CPU per
+  /// release). 0 = off (timer_wake decides).
   std::chrono::nanoseconds timer_spin = std::chrono::nanoseconds{0};
   /// Memory layout of the priority-to-worker map that placement consults;
   /// all layouts place identically, per_llc_bytes updates cheapest (see

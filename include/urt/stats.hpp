@@ -26,6 +26,11 @@ struct worker_stats {
   std::uint64_t migrated_in = 0;     ///< tasks moved into its queue by a push or pull
   std::uint64_t migrated_out = 0;    ///< tasks moved out of its queue
   std::uint64_t remote_locks = 0;    ///< times other workers locked its queue
+  std::uint64_t timer_spin_ns = 0;   ///< time spun waiting for timed releases (timer_wake, timer_spin)
+  /// Not a counter: how long before a release its alarm is set now (the
+  /// learned advance with timer_wake::adaptive, else timer_spin or 0).
+  /// total() keeps the largest.
+  std::uint64_t timer_advance_ns = 0;
 
   worker_stats& operator+=(const worker_stats& o) noexcept {
     accepted += o.accepted;
@@ -42,6 +47,8 @@ struct worker_stats {
     migrated_in += o.migrated_in;
     migrated_out += o.migrated_out;
     remote_locks += o.remote_locks;
+    timer_spin_ns += o.timer_spin_ns;
+    timer_advance_ns = timer_advance_ns > o.timer_advance_ns ? timer_advance_ns : o.timer_advance_ns;
     return *this;
   }
 };
@@ -50,7 +57,8 @@ struct worker_stats {
 struct runtime_stats {
   std::vector<worker_stats> workers;
 
-  /// The sum over all workers (worker and pu are left 0).
+  /// The sum over all workers (worker and pu are left 0; timer_advance_ns
+  /// is the largest).
   [[nodiscard]] worker_stats total() const noexcept {
     worker_stats sum;
     for (const auto& w : workers) sum += w;

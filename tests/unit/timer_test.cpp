@@ -24,13 +24,27 @@ using namespace std::chrono_literals;
 
 namespace {
 
-urt::runtime_options one_worker(std::chrono::nanoseconds timer_spin = 0ns) {
+urt::runtime_options one_worker(std::chrono::nanoseconds timer_spin = 0ns,
+                                urt::timer_wake_mode wake = urt::timer_wake_mode::adaptive) {
   urt::runtime_options o;
   o.topology = urt::topology_source::synthetic("core:1 pu:1");
   o.idle_spin = 0ns;
   o.timer_spin = timer_spin;
+  o.timer_wake = wake;
   return o;
 }
+
+// The three ways a parked worker can wake for a release.
+struct wake_setup {
+  std::chrono::nanoseconds spin;
+  urt::timer_wake_mode wake;
+  const char* name;
+};
+constexpr wake_setup wake_setups[] = {
+    {0ns, urt::timer_wake_mode::at_release, "at_release"},
+    {0ns, urt::timer_wake_mode::adaptive, "adaptive"},
+    {200us, urt::timer_wake_mode::adaptive, "timer_spin 200us"},
+};
 
 
 }  // namespace
@@ -60,9 +74,9 @@ TEST_CASE("timer: the timer queue pops in release order and filters") {
 }
 
 TEST_CASE("timer: every() releases drift-free at start + k * period") {
-  for (auto spin : {0ns, std::chrono::nanoseconds{200us}}) {
-    CAPTURE(spin.count());
-    urt::runtime rt(one_worker(spin));
+  for (const wake_setup& setup : wake_setups) {
+    CAPTURE(setup.name);
+    urt::runtime rt(one_worker(setup.spin, setup.wake));
     constexpr int releases = 40;
     std::mutex m;
     std::vector<std::pair<urt::clock::time_point, urt::clock::time_point>> seen;  // (release, started)
@@ -94,6 +108,18 @@ TEST_CASE("timer: every() releases drift-free at start + k * period") {
     const auto total = rt.stats().total();
     CHECK(total.accepted == 1);  // the series is one task
     CHECK(total.completed == 1);
+    if (setup.spin > 0ns) {
+      CHECK(total.timer_advance_ns == static_cast<std::uint64_t>(setup.spin.count()));
+    } else if (setup.wake == urt::timer_wake_mode::adaptive) {
+      // Every parked wake-up comes after its alarm's expiry, so the first
+      // one already raised the advance from 0; it never exceeds 100 us.
+      CHECK(total.parks > 0);
+      CHECK(total.timer_advance_ns > 0);
+      CHECK(total.timer_advance_ns <= 100'000);
+    } else {
+      CHECK(total.timer_advance_ns == 0);
+      CHECK(total.timer_spin_ns == 0);  // at the release itself: nothing to spin
+    }
   }
 }
 
@@ -161,25 +187,28 @@ TEST_CASE("timer: overrun_policy::skip drops the missed releases and stays on th
 }
 
 TEST_CASE("timer: spawn_at releases in deadline order, never early") {
-  urt::runtime rt(one_worker());
-  const urt::clock::time_point base = urt::clock::now() + 3ms;
-  std::vector<int> offsets_us{900, 100, 500, 300, 700, 200, 800, 400, 600, 0};
-  std::mutex m;
-  std::vector<int> order;
-  std::atomic<int> early{0};
-  for (int us : offsets_us) {
-    const urt::clock::time_point at = base + std::chrono::microseconds{us};
-    rt.spawn_at(at, urt::task_spec{.priority = 5}, [&, us, at] {
-      if (urt::clock::now() < at || urt::this_task::release_time() != at) early.fetch_add(1);
-      std::lock_guard lock(m);
-      order.push_back(us);
-    });
+  for (const wake_setup& setup : wake_setups) {
+    CAPTURE(setup.name);
+    urt::runtime rt(one_worker(setup.spin, setup.wake));
+    const urt::clock::time_point base = urt::clock::now() + 3ms;
+    std::vector<int> offsets_us{900, 100, 500, 300, 700, 200, 800, 400, 600, 0};
+    std::mutex m;
+    std::vector<int> order;
+    std::atomic<int> early{0};
+    for (int us : offsets_us) {
+      const urt::clock::time_point at = base + std::chrono::microseconds{us};
+      rt.spawn_at(at, urt::task_spec{.priority = 5}, [&, us, at] {
+        if (urt::clock::now() < at || urt::this_task::release_time() != at) early.fetch_add(1);
+        std::lock_guard lock(m);
+        order.push_back(us);
+      });
+    }
+    rt.stop();  // drain waits for every pending deadline
+    std::vector<int> sorted = offsets_us;
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(order == sorted);
+    CHECK(early.load() == 0);
   }
-  rt.stop();  // drain waits for every pending deadline
-  std::vector<int> sorted = offsets_us;
-  std::sort(sorted.begin(), sorted.end());
-  CHECK(order == sorted);
-  CHECK(early.load() == 0);
 }
 
 TEST_CASE("timer: a deadline in the past releases at once, a plain spawn has no release time") {
@@ -244,7 +273,7 @@ TEST_CASE("timer: stop(drain) ends a periodic series and cancel() ends it early"
   CHECK(total.cancelled == 0);
 }
 
-TEST_CASE("timer: bad periods and timer_spin are rejected, naming the field") {
+TEST_CASE("timer: bad periods, timer_spin and timer_wake are rejected, naming the field") {
   urt::runtime rt(one_worker());
   int untouched = 0;
   auto fn = [&untouched] { ++untouched; };
@@ -267,4 +296,8 @@ TEST_CASE("timer: bad periods and timer_spin are rejected, naming the field") {
   urt::runtime_options o = one_worker();
   o.timer_spin = -1ns;
   CHECK(message_of([&] { urt::runtime bad(o); }) == "runtime_options.timer_spin: -1ns is negative");
+  o = one_worker();
+  o.timer_wake = static_cast<urt::timer_wake_mode>(9);
+  CHECK(message_of([&] { urt::runtime bad(o); }) ==
+        "runtime_options.timer_wake: value 9 is not a timer_wake_mode");
 }
