@@ -38,6 +38,15 @@ std::vector<std::chrono::nanoseconds> vm_like(std::size_t n, unsigned seed) {
   return out;
 }
 
+// Lets `a` learn from 20000 samples of vm_like(seed), then returns the
+// fraction of 20000 further samples (unseen) that come earlier than it.
+double learned_fraction_below(wake_advance& a, unsigned seed) {
+  const auto samples = vm_like(40000, seed);
+  for (std::size_t i = 0; i < 20000; ++i) a.observe(samples[i]);
+  const std::vector<std::chrono::nanoseconds> rest(samples.begin() + 20000, samples.end());
+  return fraction_below(rest, a.value());
+}
+
 }  // namespace
 
 TEST_CASE("wake_advance: starts at 0 and settles within a step of a constant lateness") {
@@ -74,12 +83,9 @@ TEST_CASE("wake_advance: bounded by max above and by 0 below") {
 }
 
 TEST_CASE("wake_advance: settles at the median of a VM-like lateness") {
-  const auto samples = vm_like(40000, 7);
   wake_advance a;
-  for (std::size_t i = 0; i < 20000; ++i) a.observe(samples[i]);
-  // Judged on the samples it has not seen yet: about half come earlier.
-  const std::vector<std::chrono::nanoseconds> rest(samples.begin() + 20000, samples.end());
-  const double below = fraction_below(rest, a.value());
+  // Judged on samples it has not seen: about half come earlier.
+  const double below = learned_fraction_below(a, 7);
   CAPTURE(a.value().count());
   CHECK(below > 0.40);
   CHECK(below < 0.60);
@@ -90,11 +96,8 @@ TEST_CASE("wake_advance: settles at the median of a VM-like lateness") {
 
 TEST_CASE("wake_advance: unequal steps track a lower quantile") {
   // Up 1, down 3: settles where a quarter of the samples are earlier.
-  const auto samples = vm_like(40000, 11);
   wake_advance a(100us, 100ns, 300ns);
-  for (std::size_t i = 0; i < 20000; ++i) a.observe(samples[i]);
-  const std::vector<std::chrono::nanoseconds> rest(samples.begin() + 20000, samples.end());
-  const double below = fraction_below(rest, a.value());
+  const double below = learned_fraction_below(a, 11);
   CAPTURE(a.value().count());
   CHECK(below > 0.15);
   CHECK(below < 0.35);
