@@ -47,6 +47,14 @@ void runtime_options::validate() const {
   }
   if (idle_spin.count() < 0) bad_option("idle_spin", ns_text(idle_spin) + " is negative");
   if (timer_spin.count() < 0) bad_option("timer_spin", ns_text(timer_spin) + " is negative");
+  switch (idle_spin_policy) {
+    case spin_policy::fixed:
+    case spin_policy::adaptive:
+      break;
+    default:
+      bad_option("idle_spin_policy", "value " + std::to_string(static_cast<int>(idle_spin_policy)) +
+                                         " is not a spin_policy");
+  }
   switch (timer_wake) {
     case timer_wake_mode::at_release:
     case timer_wake_mode::adaptive:
@@ -163,6 +171,7 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
   shared.migration = options.migration;
   shared.ipi_timeout = options.ipi_timeout;
   shared.idle_spin = options.idle_spin;
+  shared.idle_spin_policy = options.idle_spin_policy;
   shared.timer_spin = options.timer_spin;
   shared.timer_wake = options.timer_wake;
   shared.policy = options.policy;

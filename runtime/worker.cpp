@@ -535,8 +535,9 @@ void worker::idle(run_state seen) {
     return work_pending() || shared_.state.load(std::memory_order_acquire) != seen ||
            (wake != clock::time_point::max() && now >= wake);
   };
-  if (shared_.idle_spin.count() > 0) {
-    const auto deadline = clock::now() + shared_.idle_spin;
+  const auto went_idle = clock::now();
+  if (const auto spin = idle_spin(); spin.count() > 0) {
+    const auto deadline = went_idle + spin;
     for (unsigned spins = 0;; ++spins) {
       const auto now = clock::now();
       if (changed(now)) return spin_to(due, timer_wake, now);
@@ -559,15 +560,29 @@ void worker::idle(run_state seen) {
   }
   parks_.store(parks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   const std::uint64_t alarms = alarm_.fired();
+  const std::uint64_t rings = bell_.received();
   io_.run_one();  // returns once the doorbell, the alarm (or another handler) ran
   bell_.cancel_parking();
   const auto woke = clock::now();
-  if (wake == timer_wake && alarm_.fired() != alarms && learning_advance()) {
+  const bool by_alarm = alarm_.fired() != alarms;
+  if (by_alarm && wake == timer_wake && learning_advance()) {
     // A parked wake-up by the release's alarm: how late the OS ran us.
     advance_.observe(woke - timer_wake);
     advance_ns_.store(advance_.value().count(), std::memory_order_relaxed);
   }
+  if (shared_.idle_spin_policy == spin_policy::adaptive) {
+    if (bell_.received() != rings) {
+      window_.work_after_park(woke - went_idle);
+    } else if (by_alarm) {
+      window_.alarm_after_park();
+    }
+    window_ns_.store(window_.value().count(), std::memory_order_relaxed);
+  }
   spin_to(due, timer_wake, woke);
+}
+
+std::chrono::nanoseconds worker::idle_spin() const noexcept {
+  return shared_.idle_spin_policy == spin_policy::adaptive ? window_.value() : shared_.idle_spin;
 }
 
 bool worker::learning_advance() const noexcept {
@@ -637,6 +652,9 @@ worker_stats worker::stats() const noexcept {
   s.migrated_out = q_.migrated_out.load(std::memory_order_relaxed);
   s.remote_locks = q_.remote_locks.load(std::memory_order_relaxed);
   s.timer_spin_ns = timer_spin_ns_.load(std::memory_order_relaxed);
+  s.idle_spin_ns = static_cast<std::uint64_t>(shared_.idle_spin_policy == spin_policy::adaptive
+                                                  ? window_ns_.load(std::memory_order_relaxed)
+                                                  : shared_.idle_spin.count());
   s.timer_advance_ns = static_cast<std::uint64_t>(
       shared_.timer_spin.count() > 0 ? shared_.timer_spin.count()
                                      : advance_ns_.load(std::memory_order_relaxed));

@@ -33,6 +33,7 @@
 
 #include "cpupri.hpp"
 #include "doorbell.hpp"
+#include "idle_window.hpp"
 #include "migrate.hpp"
 #include "overload.hpp"
 #include "run_queue.hpp"
@@ -69,6 +70,7 @@ struct runtime_shared {
   migration_mode migration = migration_mode::push_ipi;
   std::chrono::nanoseconds ipi_timeout{0};
   std::chrono::nanoseconds idle_spin{0};
+  spin_policy idle_spin_policy = spin_policy::fixed;
   std::chrono::nanoseconds timer_spin{0};
   timer_wake_mode timer_wake = timer_wake_mode::at_release;
   worker_policy policy = worker_policy::other;
@@ -183,6 +185,8 @@ class worker {
   void run_task(task_node* node) noexcept;
   void discard(task_node* node, std::atomic<std::uint64_t>& counter) noexcept;
   void idle(run_state seen);
+  // How long to spin when going idle now (idle_spin_policy).
+  [[nodiscard]] std::chrono::nanoseconds idle_spin() const noexcept;
   // Whether the adaptive advance is in use (and learns).
   [[nodiscard]] bool learning_advance() const noexcept;
   // How long before its release the next timed release wakes a parked worker.
@@ -213,6 +217,7 @@ class worker {
   alarm alarm_{io_};
   timer_queue timers_;
   wake_advance advance_;  // timer_wake::adaptive: learned from parked wake-ups
+  idle_window window_{shared_.idle_spin};  // spin_policy::adaptive: the idle spin now
   bool series_ended_ = false;  // periodic series ended once stop() began
   unsigned rotation_ = 0;  // spreads this worker's pushes over equal targets
   std::uint64_t push_failed_at_ = ~std::uint64_t{0};  // q_.top_changes at the last failed push
@@ -231,6 +236,7 @@ class worker {
   std::atomic<std::uint64_t> fallbacks_{0};   // stuck hops it took over
   std::atomic<std::uint64_t> timer_spin_ns_{0};  // spun waiting for releases
   std::atomic<std::int64_t> advance_ns_{0};      // advance_.value(), for stats()
+  std::atomic<std::int64_t> window_ns_{shared_.idle_spin.count()};  // window_.value(), for stats()
 
   // Owner-written, read by spawners: refreshed rarely, on a line of its own.
   alignas(64) std::atomic<std::uint64_t> finished_hint_{0};

@@ -337,6 +337,11 @@ TEST_CASE("options: urt's own flags") {
         urt::timer_wake_mode::at_release);
   CHECK(parse({"--timer-wake", "adaptive"}).opts.runtime_options().timer_wake ==
         urt::timer_wake_mode::adaptive);
+  CHECK(parse({}).opts.runtime_options().idle_spin_policy == urt::runtime_options{}.idle_spin_policy);
+  CHECK(parse({"--idle-spin-policy=fixed"}).opts.runtime_options().idle_spin_policy ==
+        urt::spin_policy::fixed);
+  CHECK(parse({"--idle-spin-policy", "adaptive"}).opts.runtime_options().idle_spin_policy ==
+        urt::spin_policy::adaptive);
 
   CHECK(parse({}).opts.overrun == urt::overrun_policy::skip);  // as cyclictest
   CHECK(parse({"--overrun=catch_up"}).opts.overrun == urt::overrun_policy::catch_up);
@@ -365,6 +370,7 @@ TEST_CASE("options: every bad flag or value is rejected, naming the flag and the
       {{"--overrun=drop"}, {"--overrun", "drop"}},
       {{"--timer-wake=early"}, {"--timer-wake", "early"}},
       {{"--timer-wake"}, {"--timer-wake"}},
+      {{"--idle-spin-policy=sometimes"}, {"--idle-spin-policy", "sometimes"}},
       {{"--bogus"}, {"--bogus"}},
       {{"-x"}, {"-x"}},
       {{"-qz"}, {"-z"}},
@@ -671,6 +677,8 @@ TEST_CASE("binary: a short real run records exactly -l cycles per thread") {
   CHECK(j["urt"]["timer_wake"].str() == "adaptive");
   CHECK(j["urt"]["timer_advance_ns"].num() <= 100000);  // the adaptive advance's bound
   CHECK(j["urt"]["timer_spin_total_ns"].num() >= 0);
+  CHECK(j["urt"]["idle_spin_policy"].str() == "adaptive");
+  CHECK(j["urt"]["idle_spin_now_ns"].num() <= j["urt"]["idle_spin_ns"].num());
   // One series per worker, also without -a.
   if (j["urt"]["workers"].num() >= 2)
     CHECK(j["thread"]["0"]["cpu"].num() != j["thread"]["1"]["cpu"].num());

@@ -133,6 +133,7 @@ std::string load_average() {
 }
 
 std::string urt_json(const options& o, const urt::runtime_options& ro, const urt::runtime& rt,
+                     const std::vector<int>& measuring_workers,
                      bool fell_back, std::uint64_t buckets, std::uint64_t load_runs) {
   const auto b = [](bool v) { return v ? "true" : "false"; };
   std::string s = "{\n";
@@ -158,6 +159,16 @@ std::string urt_json(const options& o, const urt::runtime_options& ro, const urt
   s += "    \"timer_advance_ns\": " + std::to_string(total.timer_advance_ns) + ",\n";
   s += "    \"timer_spin_total_ns\": " + std::to_string(total.timer_spin_ns) + ",\n";
   s += "    \"idle_spin_ns\": " + std::to_string(ro.idle_spin.count()) + ",\n";
+  s += "    \"idle_spin_policy\": " + json_string(name_of(spin_policy_spellings, ro.idle_spin_policy)) +
+       ",\n";
+  // The adapted spin of the workers that run measuring series (idle
+  // workers keep their initial maximum and never spend it again).
+  std::uint64_t spin_now = 0;
+  const urt::runtime_stats st = rt.stats();
+  for (const int w : measuring_workers) {
+    if (w >= 0) spin_now = std::max(spin_now, st.workers[static_cast<std::size_t>(w)].idle_spin_ns);
+  }
+  s += "    \"idle_spin_now_ns\": " + std::to_string(spin_now) + ",\n";
   s += "    \"interval_us\": " + std::to_string(o.interval_us) + ",\n";
   s += "    \"distance_us\": " + std::to_string(o.histogram_us != 0 ? 0 : o.distance_us) + ",\n";
   s += "    \"loops\": " + std::to_string(o.loops) + ",\n";
@@ -366,6 +377,8 @@ int run(options o) {
     }
   }
   if (!o.json.empty()) {
+    std::vector<int> measuring_workers;
+    for (const auto& m : threads) measuring_workers.push_back(m->worker.load(std::memory_order_relaxed));
     json_header h;
     h.cmdline = o.cmdline;
     h.version = URT_CYCLICTEST_VERSION;
@@ -373,7 +386,8 @@ int run(options o) {
     h.end_time = end_time;
     h.return_code = rc;
     h.urt_object =
-        urt_json(o, ro, *rt, fell_back, buckets, load.runs.load(std::memory_order_relaxed));
+        urt_json(o, ro, *rt, measuring_workers, fell_back, buckets,
+                 load.runs.load(std::memory_order_relaxed));
     const std::string json = format_json(h, reports);
     if (o.json == "-") {
       std::fputs(json.c_str(), stdout);

@@ -21,6 +21,7 @@ enum long_only : int {
   opt_timer_spin,
   opt_timer_wake,
   opt_idle_spin,
+  opt_idle_spin_policy,
   opt_policy,
   opt_fifo_priority,
   opt_load,
@@ -48,6 +49,7 @@ const option long_options[] = {
     {"timer-spin", required_argument, nullptr, opt_timer_spin},
     {"timer-wake", required_argument, nullptr, opt_timer_wake},
     {"idle-spin", required_argument, nullptr, opt_idle_spin},
+    {"idle-spin-policy", required_argument, nullptr, opt_idle_spin_policy},
     {"policy", required_argument, nullptr, opt_policy},
     {"cpupri", required_argument, nullptr, opt_cpupri},
     {"migration", required_argument, nullptr, opt_migration},
@@ -97,6 +99,8 @@ std::string flag_name(int c) {
       return "--timer-wake";
     case opt_idle_spin:
       return "--idle-spin";
+    case opt_idle_spin_policy:
+      return "--idle-spin-policy";
     case opt_policy:
       return "--policy";
     case opt_fifo_priority:
@@ -305,6 +309,9 @@ parse_result parse_options(int argc, char** argv) {
       case opt_timer_wake:
         choose(c, arg, timer_wake_spellings, o.timer_wake, err);
         break;
+      case opt_idle_spin_policy:
+        choose(c, arg, spin_policy_spellings, o.idle_spin_policy, err);
+        break;
       case opt_idle_spin: {
         std::uint64_t v = 0;
         if (number(c, arg, std::uint64_t{0}, max_us, v, err)) o.idle_spin_us = v;
@@ -389,6 +396,7 @@ urt::runtime_options options::runtime_options() const {
   r.topology = topology;
   r.cpus = affinity_cpus;
   if (idle_spin_us) r.idle_spin = std::chrono::microseconds{*idle_spin_us};
+  r.idle_spin_policy = idle_spin_policy;
   r.timer_spin = std::chrono::microseconds{timer_spin_us};
   r.timer_wake = timer_wake;
   r.cpupri = cpupri;
@@ -464,6 +472,8 @@ std::string usage(std::string_view program) {
          "         --timer-spin=US  wake US before each release and spin (default 0 = off;\n"
          "                          overrides --timer-wake)\n"
          "         --idle-spin=US   idle spin before a worker parks (default: runtime's)\n"
+         "         --idle-spin-policy=adaptive|fixed  spin at most US, adapted to when\n"
+         "                          work arrives (default), or always US\n"
          "         --policy=other|fifo  OS policy of the workers (default: fifo when\n"
          "                          -p > 0, else other)\n"
          "         --fifo-priority=N  SCHED_FIFO priority of the workers 1..99\n"

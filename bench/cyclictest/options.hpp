@@ -35,6 +35,8 @@ inline constexpr spelling<urt::migration_mode> migration_spellings[] = {
     {"push_ipi", urt::migration_mode::push_ipi},
     {"pull", urt::migration_mode::pull},
     {"none", urt::migration_mode::none}};
+inline constexpr spelling<urt::spin_policy> spin_policy_spellings[] = {
+    {"adaptive", urt::spin_policy::adaptive}, {"fixed", urt::spin_policy::fixed}};
 inline constexpr spelling<urt::timer_wake_mode> timer_wake_spellings[] = {
     {"at_release", urt::timer_wake_mode::at_release},
     {"adaptive", urt::timer_wake_mode::adaptive}};
@@ -72,6 +74,7 @@ struct options {
   std::uint64_t timer_spin_us = 0;            ///< --timer-spin
   urt::timer_wake_mode timer_wake = urt::runtime_options{}.timer_wake;  ///< --timer-wake
   std::optional<std::uint64_t> idle_spin_us;  ///< --idle-spin; nullopt = runtime default
+  urt::spin_policy idle_spin_policy = urt::runtime_options{}.idle_spin_policy;  ///< --idle-spin-policy
   std::optional<urt::worker_policy> policy;   ///< --policy; nullopt = fifo iff -p > 0
   std::optional<int> fifo_priority;           ///< --fifo-priority; nullopt = -p, else 90
   urt::cpupri_layout cpupri = urt::runtime_options{}.cpupri;  ///< --cpupri

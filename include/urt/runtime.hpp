@@ -50,6 +50,18 @@ enum class migration_mode : unsigned char {
   none,
 };
 
+/// How long an idle worker spins before it parks (runtime_options::idle_spin_policy).
+enum class spin_policy : unsigned char {
+  /// Always idle_spin.
+  fixed,
+  /// At most idle_spin, adapted per worker as KVM adapts halt polling: the
+  /// spin grows (doubling) while work arrives within idle_spin of the worker
+  /// going idle and it parked too early to catch it, and halves (to 0) while
+  /// work arrives later or only its own alarm wakes it, so a worker running
+  /// only timed releases, or seeing sparse work, parks at once.
+  adaptive,
+};
+
 /// When a parked worker sets its alarm for a timed release
 /// (runtime_options::timer_wake).
 enum class timer_wake_mode : unsigned char {
@@ -84,6 +96,8 @@ struct runtime_options {
   /// M tasks/s, 10 us 7.1-8.1, 50 us 7.8-8.2, 200 us 6.3-8.6; the wake-up
   /// latency benchmark is where the default gets chosen for latency.
   std::chrono::nanoseconds idle_spin = std::chrono::microseconds{50};
+  /// Whether idle_spin is spent every time or adapted (see spin_policy).
+  spin_policy idle_spin_policy = spin_policy::adaptive;
   /// For timed releases: when a parked worker sets its alarm (see
   /// timer_wake). Overridden by a nonzero timer_spin.
   timer_wake_mode timer_wake = timer_wake_mode::adaptive;

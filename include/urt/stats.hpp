@@ -31,6 +31,9 @@ struct worker_stats {
   /// learned advance with timer_wake::adaptive, else timer_spin or 0).
   /// total() keeps the largest.
   std::uint64_t timer_advance_ns = 0;
+  /// Not a counter: how long it spins when it goes idle now (idle_spin, or
+  /// the adapted spin with spin_policy::adaptive). total() keeps the largest.
+  std::uint64_t idle_spin_ns = 0;
 
   worker_stats& operator+=(const worker_stats& o) noexcept {
     accepted += o.accepted;
@@ -49,6 +52,7 @@ struct worker_stats {
     remote_locks += o.remote_locks;
     timer_spin_ns += o.timer_spin_ns;
     timer_advance_ns = timer_advance_ns > o.timer_advance_ns ? timer_advance_ns : o.timer_advance_ns;
+    idle_spin_ns = idle_spin_ns > o.idle_spin_ns ? idle_spin_ns : o.idle_spin_ns;
     return *this;
   }
 };
@@ -58,7 +62,7 @@ struct runtime_stats {
   std::vector<worker_stats> workers;
 
   /// The sum over all workers (worker and pu are left 0; timer_advance_ns
-  /// is the largest).
+  /// and idle_spin_ns are the largest).
   [[nodiscard]] worker_stats total() const noexcept {
     worker_stats sum;
     for (const auto& w : workers) sum += w;

@@ -444,6 +444,8 @@ TEST_CASE("runtime: bad options are rejected, naming the field and value") {
   };
   CHECK(with([](auto& o) { o.idle_spin = std::chrono::nanoseconds{-5}; }) ==
         "runtime_options.idle_spin: -5ns is negative");
+  CHECK(with([](auto& o) { o.idle_spin_policy = static_cast<urt::spin_policy>(5); }) ==
+        "runtime_options.idle_spin_policy: value 5 is not a spin_policy");
   CHECK(with([](auto& o) {
           o.policy = urt::worker_policy::fifo;
           o.fifo_priority = 0;

@@ -301,3 +301,26 @@ TEST_CASE("timer: bad periods, timer_spin and timer_wake are rejected, naming th
   CHECK(message_of([&] { urt::runtime bad(o); }) ==
         "runtime_options.timer_wake: value 9 is not a timer_wake_mode");
 }
+
+TEST_CASE("timer: a worker only its alarm wakes stops idle spinning (adaptive), or keeps to it (fixed)") {
+  for (const urt::spin_policy policy : {urt::spin_policy::adaptive, urt::spin_policy::fixed}) {
+    CAPTURE(static_cast<int>(policy));
+    urt::runtime_options o = one_worker();
+    o.idle_spin = 50us;
+    o.idle_spin_policy = policy;
+    urt::runtime rt(o);
+    CHECK(rt.stats().total().idle_spin_ns == 50'000);  // both start at the maximum
+    constexpr int releases = 20;
+    std::atomic<int> count{0};
+    urt::periodic_task series = rt.every(2ms, urt::task_spec{.priority = 10}, [&] {
+      if (count.fetch_add(1) + 1 == releases) count.notify_all();
+    });
+    for (int c = count.load(); c < releases; c = count.load()) count.wait(c);
+    const urt::worker_stats total = rt.stats().total();
+    // Adaptive: every parked wake-up by the alarm halved the spin; five
+    // take 50 us below the 2 us start, and nothing else woke the worker.
+    CHECK(total.idle_spin_ns == (policy == urt::spin_policy::adaptive ? 0 : 50'000));
+    series.cancel();
+    rt.stop();
+  }
+}
