@@ -75,7 +75,9 @@ void migrator::move(task_node* node, unsigned from, unsigned to) noexcept {
   // deciding whether to wait for a push) sees the task at one of the two
   // places at least, never at neither.
   publish(to);
+  const int shown = src.published;
   publish(from);
+  if (src.published < shown) src.lowered = true;  // its owner looks elsewhere
 }
 
 unsigned migrator::push_one(unsigned self, unsigned rotation) noexcept {

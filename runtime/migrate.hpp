@@ -24,6 +24,12 @@
 //   6. a push moves a task only to a worker whose current priority is
 //      strictly lower, re-checked with the target's lock held; at most
 //      max_push_tries targets are tried per task.
+// And for invariant 5 (settling): a move that lowers the source's level
+// (its queued top left) sets the source's `lowered`, so that its owner
+// looks for more urgent work elsewhere at its next scheduling point, as on
+// any other lowering; an overloaded worker whose push failed while the
+// source was higher does not search again until its own top changes or it
+// is asked to, so without this the two could wait for each other forever.
 #pragma once
 
 #include <algorithm>
@@ -49,6 +55,9 @@ struct alignas(64) rt_queue {
   int published = cpupri::level_invalid;  // the level cpupri shows
   int overload_top = -1;  // what the overload mask shows: top pushable level or -1
   std::uint64_t top_changes = 0;  // times overload_top changed (see worker::push_tasks)
+  /// Set when a move out of this queue lowered its level (see above);
+  /// the owner clears it at its next scheduling point and acts on it.
+  bool lowered = false;
   [[nodiscard]] bool overloaded() const noexcept { return overload_top >= 0; }
   /// Set (under the lock) when another worker moved a task in; the owner
   /// clears it at its next step. Read without the lock by the owner's

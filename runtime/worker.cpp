@@ -121,20 +121,17 @@ task_node* worker::step(run_state seen) noexcept {
   if (seen != run_state::running && !series_ended_) end_periodic_series();
   if (seen == run_state::cancelling) cancel_queued();
   release_due();
-  if (q_.current() < before && shared_.migration != migration_mode::none) {
-    // Lowering: show the level we would run at, and migrate before
-    // committing to a task (a running task cannot be preempted by one
-    // that arrives a moment later).
+  // Lowering: since the last step (the previous task is done), or since a
+  // move took our queued top away (rt_queue::lowered).
+  const bool lowered = q_.current() < before || std::exchange(q_.lowered, false);
+  if (lowered && shared_.migration != migration_mode::none) {
+    // Show the level we would run at, and migrate before committing to a
+    // task (a running task cannot be preempted by one that arrives a
+    // moment later).
     m.publish(id_);
-    // Pairs with the seq_cst RMW or fence in overload_mask::set() (a
-    // Dekker pair): our lowered level, stored in publish(), is ordered
-    // before the load of the overload mask, and a worker publishing a
-    // pushable task orders that before its cpupri reads; so either it
-    // sees us lower and pushes, or we see it overloaded here.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (shared_.overload->any()) {
+    if (overload_seen_after_lowering()) {
       q_.lock.unlock();
-      migrate_on_lowering();
+      migrate_on_lowering(wait_for_push::yes);
       q_.lock.lock();
     }
   }
@@ -153,7 +150,18 @@ task_node* worker::step(run_state seen) noexcept {
   return node;
 }
 
-void worker::migrate_on_lowering() noexcept {
+bool worker::overload_seen_after_lowering() const noexcept {
+  // Pairs with the seq_cst RMW or fence in overload_mask::set() (a Dekker
+  // pair): our lowered level, stored by publish() (ours, or the mover's
+  // under our lock, which we hold or have held since), is ordered before
+  // the load of the overload mask, and a worker publishing a pushable task
+  // orders that before its cpupri reads; so either it sees us lower and
+  // pushes, or we see it overloaded here.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return shared_.overload->any();
+}
+
+void worker::migrate_on_lowering(wait_for_push wait) noexcept {
   const overload_mask& overload = *shared_.overload;
   if (shared_.migration == migration_mode::pull) {
     // pull_rt_task: take what every overloaded worker queues above us.
@@ -163,6 +171,7 @@ void worker::migrate_on_lowering() noexcept {
   }
   // push_ipi: ask the overloaded workers to push (tell_cpu_to_push).
   send_hop(shared_.token->request(id_, overload, now_ns()));
+  if (wait == wait_for_push::no) return;  // a pushed task shows at the next scheduling point
   if (shared_.prio_map->level(id_) == cpupri::level_idle) return;  // idle() watches
   // About to run a task at our level: while a more urgent one waits on an
   // overloaded worker, wait for the push before committing, for at most
@@ -218,13 +227,21 @@ bool worker::preempt_point() noexcept {
   drain_inbox();
   release_due();
   shared_.migrate->publish(id_);
+  // Between steps only a move out of our queue lowers us (rt_queue::lowered).
+  const bool lowered =
+      std::exchange(q_.lowered, false) && shared_.migration != migration_mode::none;
   bool urgent = q_.rq.top_level() > q_.running;
   const std::optional<std::uint64_t> push = push_due();
   q_.lock.unlock();
   if (push) push_tasks(*push);
   serve_token();
-  if (urgent && push.has_value()) {
-    // The urgent task may just have been pushed to a worker that runs it now.
+  // Lowered while running: pull what is now more urgent than the running
+  // task, or ask for a push, without waiting for it (the task runs on).
+  const bool pulled_or_asked = lowered && overload_seen_after_lowering();
+  if (pulled_or_asked) migrate_on_lowering(wait_for_push::no);
+  if ((urgent && push.has_value()) || pulled_or_asked) {
+    // The urgent task may just have been pushed to a worker that runs it
+    // now, or one more urgent than the running task pulled here.
     q_.lock.lock();
     urgent = q_.rq.top_level() > q_.running;
     q_.lock.unlock();

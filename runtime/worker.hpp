@@ -173,7 +173,14 @@ class worker {
   // Under the queue lock: when overloaded and a push could succeed where
   // the last one failed, the q_.top_changes to hand to push_tasks().
   [[nodiscard]] std::optional<std::uint64_t> push_due() const noexcept;
-  void migrate_on_lowering() noexcept;
+  // After lowering with overloaded workers about: pull (pull mode) or ask
+  // for a push (push_ipi); in step(), about to commit to a task, also wait
+  // for the push up to ipi_timeout, then pull (the stuck-worker fallback).
+  enum class wait_for_push : bool { no, yes };
+  void migrate_on_lowering(wait_for_push wait) noexcept;
+  // The fence of the lowering Dekker pair, then whether any worker is
+  // overloaded.
+  [[nodiscard]] bool overload_seen_after_lowering() const noexcept;
   void serve_token() noexcept;
   // Takes over a token hop pending past ipi_timeout and sends it on;
   // returns the worker that kept it, or none.

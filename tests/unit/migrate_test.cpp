@@ -170,6 +170,61 @@ TEST_CASE("migrate: pull takes only a task more urgent than the puller's own nex
   mc.check_published();
 }
 
+TEST_CASE("migrate: a move that takes a worker's queued top away marks it lowered") {
+  machine mc("core:3 pu:1");
+  // Worker 0 runs 10 and has not yet reached the scheduling point that
+  // would yield to its queued 16; worker 1 runs 20 with a 14 queued.
+  mc.run(0, 10);
+  mc.enqueue(0, mc.make(16));
+  mc.run(1, 20);
+  task_node* fourteen = mc.make(14);
+  mc.enqueue(1, fourteen);
+  mc.run(2, 18);
+  // Nobody is below 14: worker 1's push fails (and push_due() will not
+  // retry it until worker 1's top changes).
+  CHECK(mc.m->push_one(1, 0) == none);
+  for (unsigned w = 0; w < 3; ++w) CHECK_FALSE(mc.q(w).lowered);
+  // Worker 2 lowers and pulls the 16 away from worker 0, which drops to 10:
+  // below the 14 waiting on worker 1, but only `lowered` tells it so.
+  mc.run(2, cpupri::level_idle);
+  CHECK(mc.m->pull_all(2) == 1);
+  CHECK(mc.q(0).current() == 10);
+  CHECK(mc.prio.level(0) == 10);
+  CHECK(mc.q(0).lowered);
+  CHECK_FALSE(mc.q(1).lowered);  // nothing left it
+  CHECK_FALSE(mc.q(2).lowered);  // raised
+  REQUIRE(mc.q(2).pop() != nullptr);  // and runs the 16
+  mc.run(2, 16);
+  // Acting on it as its owner does at its next scheduling point: the pull
+  // brings the 14 over.
+  mc.q(0).lowered = false;
+  CHECK(mc.m->pull_all(0) == 1);
+  CHECK(fourteen->queued_on == 0);
+  CHECK_FALSE(mc.q(1).lowered);  // 20 runs there, above what left
+  mc.check_published();
+
+  // A move that leaves a more urgent (pinned) task queued lowers nobody;
+  // a worker pushing its own queued top away lowers itself.
+  machine mc2("core:2 pu:1");
+  mc2.run(0, 10);
+  mc2.run(1, cpupri::level_idle);
+  task_node* pinned = mc2.make(30, worker_set{0});
+  mc2.enqueue(0, pinned);
+  mc2.enqueue(0, mc2.make(20));
+  CHECK(mc2.m->push_one(0, 0) == 1);
+  CHECK(mc2.q(0).current() == 30);
+  CHECK_FALSE(mc2.q(0).lowered);
+  mc2.q(0).remove(pinned);  // its owner ran it; the 20 runs on worker 1
+  mc2.m->publish(0);
+  mc2.run(1, 20);
+  mc2.enqueue(0, mc2.make(25));
+  mc2.run(1, cpupri::level_idle);
+  CHECK(mc2.m->push_one(0, 0) == 1);
+  CHECK(mc2.q(0).current() == 10);
+  CHECK(mc2.q(0).lowered);
+  mc2.check_published();
+}
+
 TEST_CASE("migrate: random pushes and pulls keep every task exactly once and invariants 4 and 6") {
   for (const char* topo : topologies) {
     for (auto layout : {urt::cpupri_layout::global, urt::cpupri_layout::per_llc_bytes}) {
