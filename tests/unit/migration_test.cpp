@@ -162,8 +162,11 @@ TEST_CASE("migration: once settled, the N most urgent of M > N long-running task
       std::vector<int> top = prios;
       std::sort(top.rbegin(), top.rend());
       top.resize(n);
+      // Reaching it is the assertion (the wait hangs otherwise). It is not
+      // re-read: a task may still yield once after it, when the more urgent
+      // task its preempt_point() saw queued was pulled away meanwhile, and
+      // the set settles again.
       while (tasks.running() != top) std::this_thread::yield();
-      CHECK(tasks.running() == top);
       tasks.finish.store(true);
       tasks.done.wait_for(static_cast<int>(prios.size()));
       rt.stop();
