@@ -85,7 +85,7 @@
 #include <vector>
 
 #include "cpupri.hpp"
-#include "urt/cpuset.hpp"
+#include "urt/worker_set.hpp"
 #include "urt/priority.hpp"
 #include "urt/topology.hpp"
 

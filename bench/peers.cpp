@@ -89,7 +89,7 @@
 #include <utility>
 #include <vector>
 
-#include "urt/cpuset.hpp"
+#include "urt/worker_set.hpp"
 #include "urt/priority.hpp"
 #include "urt/runtime.hpp"
 #include "urt/stats.hpp"

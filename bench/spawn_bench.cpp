@@ -42,7 +42,7 @@
 #include <thread>
 #include <vector>
 
-#include "urt/cpuset.hpp"
+#include "urt/worker_set.hpp"
 #include "urt/priority.hpp"
 #include "urt/runtime.hpp"
 #include "urt/stats.hpp"

@@ -40,7 +40,7 @@
 #include <span>
 #include <vector>
 
-#include "urt/cpuset.hpp"
+#include "urt/worker_set.hpp"
 #include "urt/priority.hpp"
 #include "urt/topology.hpp"
 

@@ -48,7 +48,7 @@
 #include <vector>
 
 #include "spinlock.hpp"
-#include "urt/cpuset.hpp"
+#include "urt/worker_set.hpp"
 #include "urt/topology.hpp"
 
 namespace urt::detail {

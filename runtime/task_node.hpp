@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "run_queue.hpp"
-#include "urt/cpuset.hpp"
+#include "urt/worker_set.hpp"
 #include "urt/task.hpp"
 #include "urt/timer.hpp"
 
@@ -19,7 +19,7 @@ namespace urt::detail {
 /// the running worker, and finally the node pool. Hand-offs go through the
 /// inbox (wfcqueue: its enqueue publishes everything written before it) or
 /// stay on one thread. Between workers, a queued node moves under both
-/// workers' queue locks (migrate.hpp); `queued_on` says whose queue holds
+/// workers' queue locks (migrator.hpp); `queued_on` says whose queue holds
 /// it and is written under that queue's lock.
 ///
 /// Layout: everything a spawn and a run touch besides the callable's
@@ -71,22 +71,5 @@ struct task_node {
 static_assert(std::is_standard_layout_v<task_node>, "offsetof needs it");
 static_assert(offsetof(task_node, payload) + offsetof(task_payload, storage) <= 64,
               "hooks and function pointers must share the first cache line");
-
-/// Process-wide pool of task nodes: a per-thread magazine of node pointers
-/// in front of a shared depot (Bonwick's magazine allocator). Any thread
-/// may allocate and free, including a thread other than the allocating one.
-/// Steady state touches only the calling thread's magazine; moving a batch
-/// to or from the depot takes one mutex per `pool_batch` nodes; the heap is
-/// used only while the pool grows. Nodes are returned to the depot when a
-/// thread exits and freed at process exit.
-namespace node_pool {
-/// Nodes moved between a thread and the depot at once.
-inline constexpr std::size_t pool_batch = 64;
-/// A free node: its payload consumed, its hooks unlinked (as the run queue
-/// and inbox leave them). Throws std::bad_alloc when growing fails.
-task_node* allocate();
-/// Returns a node whose payload has been consumed.
-void release(task_node* node) noexcept;
-}  // namespace node_pool
 
 }  // namespace urt::detail

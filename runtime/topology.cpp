@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "urt/cpuset.hpp"
+#include "urt/worker_set.hpp"
 
 namespace urt {
 namespace {

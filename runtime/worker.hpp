@@ -7,7 +7,7 @@
 //   - submit_local(): only on the worker's own thread (from inside a task).
 //   - the rt_queue (run queue, pushable list, running level): under its
 //     lock, taken by the owner for each scheduling step and by other
-//     workers for a push or pull (migrate.hpp).
+//     workers for a push or pull (migrator.hpp).
 //   - the timer queue, the local splice list and the io_context: owner only.
 //   - counters: each has one writer (noted below); anyone may read them.
 // Progress: submission is wait-free; the worker blocks only when parked;
@@ -31,10 +31,12 @@
 #include <thread>
 #include <vector>
 
+#include "alarm.hpp"
 #include "cpupri.hpp"
 #include "doorbell.hpp"
 #include "idle_window.hpp"
-#include "migrate.hpp"
+#include "migrator.hpp"
+#include "node_pool.hpp"
 #include "overload.hpp"
 #include "run_queue.hpp"
 #include "task_node.hpp"

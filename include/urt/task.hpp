@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "urt/cpuset.hpp"
+#include "urt/worker_set.hpp"
 #include "urt/priority.hpp"
 #include "urt/timer.hpp"
 

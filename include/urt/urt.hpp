@@ -1,7 +1,7 @@
 // urt/urt.hpp: the whole public API.
 #pragma once
 
-#include "urt/cpuset.hpp"
+#include "urt/worker_set.hpp"
 #include "urt/priority.hpp"
 #include "urt/runtime.hpp"
 #include "urt/stats.hpp"

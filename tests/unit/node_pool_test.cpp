@@ -1,4 +1,4 @@
-// Tests of the task node pool (runtime/task_pool.cpp, task_node.hpp).
+// Tests of the task node pool (runtime/node_pool.{hpp,cpp}).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -6,12 +6,12 @@
 #include <thread>
 #include <vector>
 
-#include "task_node.hpp"
+#include "node_pool.hpp"
 
 namespace pool = urt::detail::node_pool;
 using urt::detail::task_node;
 
-TEST_CASE("task_pool: live nodes are distinct and reused after release") {
+TEST_CASE("node_pool: live nodes are distinct and reused after release") {
   std::vector<task_node*> live;
   for (std::size_t i = 0; i < 5 * pool::pool_batch + 3; ++i) live.push_back(pool::allocate());
   std::set<task_node*> unique(live.begin(), live.end());
@@ -24,7 +24,7 @@ TEST_CASE("task_pool: live nodes are distinct and reused after release") {
   pool::release(again);
 }
 
-TEST_CASE("task_pool: nodes allocated on one thread and released on another") {
+TEST_CASE("node_pool: nodes allocated on one thread and released on another") {
   // The producer/consumer pattern of external spawns: nodes flow one way and
   // come back through the depot. Every node handed over must stay unique.
   constexpr std::size_t rounds = 50;
@@ -45,7 +45,7 @@ TEST_CASE("task_pool: nodes allocated on one thread and released on another") {
   CHECK(ever.size() < rounds * per_round / 4);
 }
 
-TEST_CASE("task_pool: concurrent allocate and release from many threads") {
+TEST_CASE("node_pool: concurrent allocate and release from many threads") {
   std::vector<std::thread> threads;
   std::vector<std::vector<task_node*>> kept(4);
   for (int t = 0; t < 4; ++t) {

@@ -1,4 +1,4 @@
-#include "urt/cpuset.hpp"
+#include "urt/worker_set.hpp"
 
 #include <algorithm>
 #include <charconv>

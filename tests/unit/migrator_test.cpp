@@ -1,4 +1,4 @@
-// Tests of the moves between run queues (runtime/migrate.*), driven
+// Tests of the moves between run queues (runtime/migrator.*, runtime/rt_queue.*), driven
 // single-threaded on synthetic topologies up to 256 workers: invariant 4
 // (overloaded iff a pushable task is queued), invariant 6 (a push only to a
 // strictly lower worker, within the affinity), pull semantics, conservation
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cpupri.hpp"
-#include "migrate.hpp"
+#include "migrator.hpp"
 #include "overload.hpp"
 #include "urt/topology.hpp"
 
@@ -98,7 +98,7 @@ const char* const topologies[] = {"core:2 pu:1", "core:4 pu:1", "pack:2 l3:2 cor
 
 }  // namespace
 
-TEST_CASE("migrate: a push goes to the lowest worker, strictly lower, highest pushable first") {
+TEST_CASE("migrator: a push goes to the lowest worker, strictly lower, highest pushable first") {
   machine mc("core:4 pu:1");
   mc.run(0, 50);
   mc.run(1, 40);
@@ -135,7 +135,7 @@ TEST_CASE("migrate: a push goes to the lowest worker, strictly lower, highest pu
   CHECK(mc.q(3).migrated_in.load() == 1);
 }
 
-TEST_CASE("migrate: a push respects the affinity and never targets a stopped worker") {
+TEST_CASE("migrator: a push respects the affinity and never targets a stopped worker") {
   machine mc("core:4 pu:1");
   mc.run(0, 50);
   mc.run(1, cpupri::level_idle);
@@ -149,7 +149,7 @@ TEST_CASE("migrate: a push respects the affinity and never targets a stopped wor
   mc.check_published();
 }
 
-TEST_CASE("migrate: pull takes only a task more urgent than the puller's own next one") {
+TEST_CASE("migrator: pull takes only a task more urgent than the puller's own next one") {
   machine mc("core:3 pu:1");
   mc.run(0, 80);
   mc.run(1, 80);
@@ -170,7 +170,7 @@ TEST_CASE("migrate: pull takes only a task more urgent than the puller's own nex
   mc.check_published();
 }
 
-TEST_CASE("migrate: a move that takes a worker's queued top away marks it lowered") {
+TEST_CASE("migrator: a move that takes a worker's queued top away marks it lowered") {
   machine mc("core:3 pu:1");
   // Worker 0 runs 10 and has not yet reached the scheduling point that
   // would yield to its queued 16; worker 1 runs 20 with a 14 queued.
@@ -225,7 +225,7 @@ TEST_CASE("migrate: a move that takes a worker's queued top away marks it lowere
   mc2.check_published();
 }
 
-TEST_CASE("migrate: random pushes and pulls keep every task exactly once and invariants 4 and 6") {
+TEST_CASE("migrator: random pushes and pulls keep every task exactly once and invariants 4 and 6") {
   for (const char* topo : topologies) {
     for (auto layout : {urt::cpupri_layout::global, urt::cpupri_layout::per_llc_bytes}) {
       CAPTURE(topo);
@@ -310,7 +310,7 @@ TEST_CASE("migrate: random pushes and pulls keep every task exactly once and inv
 // worker whose push request timed out) and then runs its most urgent task;
 // overloaded workers push. Once nothing moves, the running tasks are the N
 // most urgent ones.
-TEST_CASE("migrate: with M > N never-ending tasks, settling runs the N most urgent") {
+TEST_CASE("migrator: with M > N never-ending tasks, settling runs the N most urgent") {
   for (const char* topo : topologies) {
     CAPTURE(topo);
     machine mc(topo);

@@ -1,24 +1,24 @@
-// Tests of urt/cpuset.hpp: worker sets and the cpulist syntax.
+// Tests of urt/worker_set.hpp: worker sets and the cpulist syntax.
 #include <doctest/doctest.h>
 
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "urt/cpuset.hpp"
+#include "urt/worker_set.hpp"
 
 #include "../test_util.hpp"
 
 using urt_test::message_of;
 
-TEST_CASE("cpuset: parse_cpulist accepts ranges, singletons, duplicates, any order") {
+TEST_CASE("worker_set: parse_cpulist accepts ranges, singletons, duplicates, any order") {
   CHECK(urt::parse_cpulist("0-3,8", "f") == std::vector<unsigned>{0, 1, 2, 3, 8});
   CHECK(urt::parse_cpulist("7", "f") == std::vector<unsigned>{7});
   CHECK(urt::parse_cpulist("9,1-2,2,0", "f") == std::vector<unsigned>{0, 1, 2, 9});
   CHECK(urt::parse_cpulist("5-5", "f") == std::vector<unsigned>{5});
 }
 
-TEST_CASE("cpuset: parse_cpulist errors name the field and quote the text") {
+TEST_CASE("worker_set: parse_cpulist errors name the field and quote the text") {
   CHECK(message_of([] { urt::parse_cpulist("0-3,x", "cpus"); }) ==
         "cpus: \"0-3,x\" is not a cpulist (unexpected 'x'); expected e.g. \"0-3,8\"");
   CHECK(message_of([] { urt::parse_cpulist("5-2", "cpus"); }) ==
@@ -40,14 +40,14 @@ TEST_CASE("cpuset: parse_cpulist errors name the field and quote the text") {
   CHECK_THROWS_AS(urt::parse_cpulist("x", "a"), std::invalid_argument);
 }
 
-TEST_CASE("cpuset: format_cpulist is the inverse of parse_cpulist") {
+TEST_CASE("worker_set: format_cpulist is the inverse of parse_cpulist") {
   for (const char* text : {"0-3,8", "1", "0,2,4", "5-9,11-12,1000"}) {
     CHECK(urt::format_cpulist(urt::parse_cpulist(text, "f")) == text);
   }
   CHECK(urt::format_cpulist({}).empty());
 }
 
-TEST_CASE("cpuset: worker_set membership, counting and iteration across words") {
+TEST_CASE("worker_set: worker_set membership, counting and iteration across words") {
   urt::worker_set s{0, 63, 64, 127, 1023};
   CHECK(s.count() == 5);
   CHECK(s.contains(63));
@@ -72,7 +72,7 @@ TEST_CASE("cpuset: worker_set membership, counting and iteration across words") 
   CHECK(none.to_string().empty());
 }
 
-TEST_CASE("cpuset: worker_set set algebra and first_n") {
+TEST_CASE("worker_set: worker_set set algebra and first_n") {
   CHECK(urt::worker_set::first_n(0).empty());
   CHECK(urt::worker_set::first_n(64).to_string() == "0-63");
   CHECK(urt::worker_set::first_n(70).to_string() == "0-69");
@@ -84,7 +84,7 @@ TEST_CASE("cpuset: worker_set set algebra and first_n") {
   CHECK(urt::worker_set::parse("3,1") == urt::worker_set{1, 3});
 }
 
-TEST_CASE("cpuset: worker_set rejects ids beyond max_workers") {
+TEST_CASE("worker_set: worker_set rejects ids beyond max_workers") {
   CHECK_THROWS_AS(urt::worker_set{1024}, std::out_of_range);
   CHECK_THROWS_AS(urt::worker_set::first_n(1025), std::out_of_range);
   CHECK(message_of([] { urt::worker_set::parse("0,2000", "task_spec.affinity"); }) ==

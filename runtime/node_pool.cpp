@@ -3,7 +3,7 @@
 #include <mutex>
 #include <vector>
 
-#include "task_node.hpp"
+#include "node_pool.hpp"
 
 namespace urt::detail::node_pool {
 namespace {

@@ -1,4 +1,4 @@
-// urt/cpuset.hpp: sets of worker ids and the cpulist syntax ("0-3,8").
+// urt/worker_set.hpp: sets of worker ids and the cpulist syntax ("0-3,8").
 #pragma once
 
 #include <array>

@@ -130,7 +130,7 @@ struct patient {
 
 }  // namespace
 
-TEST_CASE("migration: once settled, the N most urgent of M > N long-running tasks are running") {
+TEST_CASE("migration_live: once settled, the N most urgent of M > N long-running tasks are running") {
   // Invariant 5. Tasks run until released, reaching scheduling points
   // (preempt_point) as cooperative tasks must; the test waits until the
   // running set is the N most urgent (a failure hangs until the CTest
@@ -178,7 +178,7 @@ TEST_CASE("migration: once settled, the N most urgent of M > N long-running task
   }
 }
 
-TEST_CASE("migration: a worker stuck in a long task cannot stall migration (push_ipi fallback)") {
+TEST_CASE("migration_live: a worker stuck in a long task cannot stall migration (push_ipi fallback)") {
   for (int round = 0; round < 10; ++round) {
     CAPTURE(round);
     stuck_home t(urt::migration_mode::push_ipi);
@@ -198,7 +198,7 @@ TEST_CASE("migration: a worker stuck in a long task cannot stall migration (push
   }
 }
 
-TEST_CASE("migration: pull mode takes the task at once, without a token") {
+TEST_CASE("migration_live: pull mode takes the task at once, without a token") {
   stuck_home t(urt::migration_mode::pull);
   t.release_worker1();
   CHECK(t.ran40_on.load() == 1);
@@ -208,7 +208,7 @@ TEST_CASE("migration: pull mode takes the task at once, without a token") {
   CHECK(s.total().fallbacks == 0);
 }
 
-TEST_CASE("migration: an overloaded worker pushes at its task switch (mode none: nothing else moves)") {
+TEST_CASE("migration_live: an overloaded worker pushes at its task switch (mode none: nothing else moves)") {
   for (int round = 0; round < 10; ++round) {
     CAPTURE(round);
     urt::runtime rt(synthetic_workers(2, urt::migration_mode::none));
@@ -260,7 +260,7 @@ TEST_CASE("migration: an overloaded worker pushes at its task switch (mode none:
   }
 }
 
-TEST_CASE("migration: every mode runs every accepted task exactly once") {
+TEST_CASE("migration_live: every mode runs every accepted task exactly once") {
   for (urt::migration_mode mode : all_modes) {
     for (urt::stop_mode stop : {urt::stop_mode::drain, urt::stop_mode::cancel}) {
       CAPTURE(static_cast<int>(mode));

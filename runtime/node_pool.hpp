@@ -1,0 +1,27 @@
+// node_pool: where task nodes come from and go back to.
+#pragma once
+
+#include <cstddef>
+
+#include "task_node.hpp"
+
+namespace urt::detail {
+
+/// Process-wide pool of task nodes: a per-thread magazine of node pointers
+/// in front of a shared depot (Bonwick's magazine allocator). Any thread
+/// may allocate and free, including a thread other than the allocating one.
+/// Steady state touches only the calling thread's magazine; moving a batch
+/// to or from the depot takes one mutex per `pool_batch` nodes; the heap is
+/// used only while the pool grows. Nodes are returned to the depot when a
+/// thread exits and freed at process exit.
+namespace node_pool {
+/// Nodes moved between a thread and the depot at once.
+inline constexpr std::size_t pool_batch = 64;
+/// A free node: its payload consumed, its hooks unlinked (as the run queue
+/// and inbox leave them). Throws std::bad_alloc when growing fails.
+task_node* allocate();
+/// Returns a node whose payload has been consumed.
+void release(task_node* node) noexcept;
+}  // namespace node_pool
+
+}  // namespace urt::detail
