@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "urt/worker_set.hpp"
+#include "urt/options.hpp"
 #include "urt/priority.hpp"
 #include "urt/topology.hpp"
 

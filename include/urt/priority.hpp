@@ -28,14 +28,4 @@ enum class priority_class : std::uint8_t { normal, fifo };
   return p == priority_normal ? priority_class::normal : priority_class::fifo;
 }
 
-/// How the priority-to-worker map (cpupri) is laid out in memory. Every
-/// layout gives the same answers; they differ in what an update costs when
-/// many workers update at once (see bench/cpupri_bench).
-enum class cpupri_layout : std::uint8_t {
-  global,         ///< one bitmask per level, atomic bit operations: the baseline
-  per_numa,       ///< one bitmask per level per NUMA node
-  per_llc,        ///< one cache-line-aligned bitmask per level per last-level cache
-  per_llc_bytes,  ///< per LLC, one byte per worker, plain release stores (default)
-};
-
 }  // namespace urt

@@ -1,0 +1,147 @@
+// urt/options.hpp: runtime_options, everything a runtime is built from, and
+// the enums of its fields. Validated in one place (runtime_options::validate),
+// which names the bad field and its value.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <string>
+
+#include "urt/topology.hpp"
+
+namespace urt {
+
+/// How the priority-to-worker map (cpupri) is laid out in memory. Every
+/// layout gives the same answers; they differ in what an update costs when
+/// many workers update at once (see bench/cpupri_bench).
+enum class cpupri_layout : std::uint8_t {
+  global,         ///< one bitmask per level, atomic bit operations: the baseline
+  per_numa,       ///< one bitmask per level per NUMA node
+  per_llc,        ///< one cache-line-aligned bitmask per level per last-level cache
+  per_llc_bytes,  ///< per LLC, one byte per worker, plain release stores (default)
+};
+
+/// The OS scheduling policy of the worker threads.
+enum class worker_policy : unsigned char {
+  other,  ///< SCHED_OTHER: needs no privilege (the default)
+  fifo,   ///< SCHED_FIFO at runtime_options::fifo_priority: needs CAP_SYS_NICE or root
+};
+
+/// Whether the runtime locks the process's memory (mlockall) when it starts.
+enum class memory_lock : unsigned char {
+  none,
+  all,  ///< mlockall(MCL_CURRENT | MCL_FUTURE); never undone (it is process-wide)
+};
+
+/// What a worker does when it lowers its priority (its next task is less
+/// urgent than the one that finished, or it goes idle) while some worker is
+/// overloaded (has a queued task that could run elsewhere).
+enum class migration_mode : unsigned char {
+  /// One push token per runtime travels over the overloaded workers, each
+  /// rung through its doorbell; each pushes its queued tasks to lower
+  /// workers at its next scheduling point (the kernel's RT_PUSH_IPI). A
+  /// worker that keeps the token past runtime_options::ipi_timeout has one
+  /// task pulled from it and the token sent on. The default.
+  push_ipi,
+  /// The lowering worker locks the queue of every overloaded worker and
+  /// takes the most urgent task it can run (the kernel before RT_PUSH_IPI;
+  /// kept to compare: many lowering workers contend on one overloaded queue).
+  pull,
+  /// Nothing on lowering. Overloaded workers still push at their own
+  /// scheduling points.
+  none,
+};
+
+/// How long an idle worker spins before it parks (runtime_options::idle_spin_policy).
+enum class spin_policy : unsigned char {
+  /// Always idle_spin.
+  fixed,
+  /// At most idle_spin, adapted per worker as KVM adapts halt polling: the
+  /// spin grows (doubling) while work arrives within idle_spin of the worker
+  /// going idle and it parked too early to catch it, and halves (to 0) while
+  /// work arrives later or only its own alarm wakes it, so a worker running
+  /// only timed releases, or seeing sparse work, parks at once.
+  adaptive,
+};
+
+/// When a parked worker sets its alarm for a timed release
+/// (runtime_options::timer_wake).
+enum class timer_wake_mode : unsigned char {
+  /// At the release itself: the release starts as late as the OS wakes the
+  /// worker (as the kernel's cyclictest measures it).
+  at_release,
+  /// Earlier by the worker's median wake-up lateness, learned from its own
+  /// parked wake-ups (at most 100 us; the user-space analogue of KVM's
+  /// adaptive lapic_timer_advance_ns). About half the wake-ups then come
+  /// early and spin to the release; the others start their release sooner
+  /// by that median. worker_stats reports the advance and the time spun
+  /// (its cost on urt-cyclictest: bench/README.md).
+  adaptive,
+};
+
+/// Everything a runtime is built from. Aggregate: use designated initializers.
+struct runtime_options {
+  /// Where the topology comes from (this machine by default).
+  topology_source topology = topology_source::system();
+  /// cpulist of PU OS indexes that get a worker each ("0-3,8"); empty = all allowed.
+  std::string cpus{};
+  /// How long an idle worker spins looking for work before it parks on its
+  /// doorbell. Spinning keeps a wake-up free of syscalls for bursty loads;
+  /// parking frees the CPU. 0 parks at once. 50 us: the best external-spawn
+  /// throughput of 0/10/50/200 us on urt-spawn-bench (bench/README.md).
+  std::chrono::nanoseconds idle_spin = std::chrono::microseconds{50};
+  /// Whether idle_spin is spent every time or adapted (see spin_policy).
+  spin_policy idle_spin_policy = spin_policy::adaptive;
+  /// For timed releases: when a parked worker sets its alarm (see
+  /// timer_wake). Overridden by a nonzero timer_spin.
+  timer_wake_mode timer_wake = timer_wake_mode::adaptive;
+  /// For timed releases: a fixed advance. Wake this long before every
+  /// deadline and spin until it, so the release does not pay the wake-up
+  /// latency of a parked thread (at the cost of up to that much CPU per
+  /// release). 0 = off (timer_wake decides).
+  std::chrono::nanoseconds timer_spin = std::chrono::nanoseconds{0};
+  /// Memory layout of the priority-to-worker map that placement consults;
+  /// all layouts place identically, per_llc_bytes updates cheapest (see
+  /// bench/cpupri_bench).
+  cpupri_layout cpupri = cpupri_layout::per_llc_bytes;
+  /// What a worker that lowers its priority does about overloaded workers.
+  migration_mode migration = migration_mode::push_ipi;
+  /// push_ipi: how long the worker holding the push token may take to reach
+  /// a scheduling point before a lowering or idle worker pulls one task from
+  /// it and sends the token on, so that one long task cannot stall
+  /// migration; also the longest a worker waits for a push before pulling.
+  /// 100 us: the shortest at which a responsive holder served nearly all
+  /// hops itself on urt-migration-bench (bench/README.md).
+  std::chrono::nanoseconds ipi_timeout = std::chrono::microseconds{100};
+  /// OS policy of the worker threads.
+  worker_policy policy = worker_policy::other;
+  /// SCHED_FIFO priority of the workers when policy == fifo (1..99).
+  int fifo_priority = 50;
+  /// Lock all memory at start (avoid page faults in latency-critical tasks).
+  memory_lock lock_memory = memory_lock::none;
+  /// Called on the worker with the exception of a task that threw (inside
+  /// it, this_task still describes the failed task). Empty: the runtime
+  /// counts it and reports the first one per runtime on stderr. A throwing
+  /// handler is counted and ignored.
+  std::function<void(std::exception_ptr)> on_task_exception{};
+
+  /// Every allowed PU of this machine, SCHED_OTHER, no memory locking.
+  static runtime_options all_cores() { return {}; }
+  /// Every allowed PU, SCHED_FIFO at `os_priority`, memory locked.
+  static runtime_options realtime(int os_priority = 50) {
+    runtime_options o;
+    o.policy = worker_policy::fifo;
+    o.fifo_priority = os_priority;
+    o.lock_memory = memory_lock::all;
+    return o;
+  }
+
+  /// Throws std::invalid_argument naming the first bad field and its value
+  /// (runtime/options.cpp). The topology and cpulist are checked when they
+  /// are loaded.
+  void validate() const;
+};
+
+}  // namespace urt

@@ -1,0 +1,64 @@
+#include "urt/options.hpp"
+
+#include <sched.h>
+
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace urt {
+namespace {
+
+std::string ns_text(std::chrono::nanoseconds d) { return std::to_string(d.count()) + "ns"; }
+
+[[noreturn]] void bad_option(std::string_view field, const std::string& why) {
+  throw std::invalid_argument("runtime_options." + std::string(field) + ": " + why);
+}
+
+// An enum field must hold one of its enumerators: a value cast from an
+// integer is named with the field and the enum's type.
+template <class E>
+void check_enum(std::string_view field, E value, std::string_view type, std::initializer_list<E> valid) {
+  for (const E v : valid) {
+    if (v == value) return;
+  }
+  bad_option(field, "value " + std::to_string(static_cast<int>(value)) + " is not a " +
+                        std::string(type));
+}
+
+}  // namespace
+
+void runtime_options::validate() const {
+  check_enum("topology", topology.kind, "topology_kind",
+             {topology_kind::system, topology_kind::synthetic, topology_kind::xml});
+  if (topology.kind != topology_kind::system && topology.text.empty()) {
+    bad_option("topology", topology.kind == topology_kind::xml
+                               ? "the XML file path is empty"
+                               : "the synthetic description is empty");
+  }
+  if (idle_spin.count() < 0) bad_option("idle_spin", ns_text(idle_spin) + " is negative");
+  if (timer_spin.count() < 0) bad_option("timer_spin", ns_text(timer_spin) + " is negative");
+  check_enum("idle_spin_policy", idle_spin_policy, "spin_policy",
+             {spin_policy::fixed, spin_policy::adaptive});
+  check_enum("timer_wake", timer_wake, "timer_wake_mode",
+             {timer_wake_mode::at_release, timer_wake_mode::adaptive});
+  check_enum("policy", policy, "worker_policy", {worker_policy::other, worker_policy::fifo});
+  if (policy == worker_policy::fifo) {
+    const int lo = sched_get_priority_min(SCHED_FIFO);
+    const int hi = sched_get_priority_max(SCHED_FIFO);
+    if (fifo_priority < lo || fifo_priority > hi) {
+      bad_option("fifo_priority", std::to_string(fifo_priority) + " is outside " +
+                                      std::to_string(lo) + ".." + std::to_string(hi));
+    }
+  }
+  check_enum("cpupri", cpupri, "cpupri_layout",
+             {cpupri_layout::global, cpupri_layout::per_numa, cpupri_layout::per_llc,
+              cpupri_layout::per_llc_bytes});
+  check_enum("migration", migration, "migration_mode",
+             {migration_mode::push_ipi, migration_mode::pull, migration_mode::none});
+  if (ipi_timeout.count() <= 0) bad_option("ipi_timeout", ns_text(ipi_timeout) + " is not positive");
+  check_enum("lock_memory", lock_memory, "memory_lock", {memory_lock::none, memory_lock::all});
+}
+
+}  // namespace urt
