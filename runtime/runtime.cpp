@@ -11,6 +11,9 @@
 #include <system_error>
 #include <vector>
 
+#include "migrator.hpp"
+#include "node_pool.hpp"
+#include "placement.hpp"
 #include "worker.hpp"
 
 namespace urt {
@@ -29,12 +32,27 @@ std::string ns_text(std::chrono::nanoseconds d) { return std::to_string(d.count(
 
 }  // namespace
 
+namespace {
+
+// The balancers' way to ring other workers: their doorbells, by id.
+class worker_bells final : public detail::peer_bells {
+ public:
+  explicit worker_bells(const std::vector<std::unique_ptr<worker>>& workers) : workers_(workers) {}
+  bool ring(unsigned w) noexcept override { return workers_[w]->ring(); }
+  bool hand_token(unsigned w, std::uint64_t seq) noexcept override {
+    return workers_[w]->hand_token(seq);
+  }
+
+ private:
+  const std::vector<std::unique_ptr<worker>>& workers_;
+};
+
+}  // namespace
+
 struct runtime::impl {
   explicit impl(runtime_options opts);
   ~impl();
 
-  unsigned place(const task_spec& spec, const worker* self) const noexcept;
-  unsigned place_remote(const task_spec& spec) const noexcept;
   void note_change() noexcept;
   void ring_all() noexcept;
   void wait_quiescent() noexcept;
@@ -47,11 +65,12 @@ struct runtime::impl {
   detail::push_token token;
   detail::runtime_shared shared;
   std::vector<std::unique_ptr<worker>> workers;
-  std::vector<detail::rt_queue*> queues;  // by worker id, for the migrator
+  worker_bells bells{workers};
+  // By worker id, for the migrator: sized before the workers exist (the
+  // migrator keeps a span over it), filled in as they are made.
+  std::vector<detail::rt_queue*> queues;
   std::unique_ptr<detail::migrator> migrate;
-  // PU OS index -> worker id (cpupri::none if no worker), on a real system
-  // only: the worker an outside thread shares its CPU with.
-  std::vector<unsigned> worker_of_pu;
+  std::unique_ptr<detail::placement> place;
   std::mutex stop_mutex;
   bool stopped = false;  // guarded by stop_mutex
 };
@@ -82,35 +101,23 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
   }
   prio_map = std::make_unique<detail::cpupri>(options.cpupri, topo.workers());
   overload = std::make_unique<detail::overload_mask>(topo.workers());
-  if (topo.is_this_system()) {
-    for (const worker_place& p : topo.workers()) {
-      if (p.pu >= worker_of_pu.size()) worker_of_pu.resize(p.pu + 1, detail::cpupri::none);
-      worker_of_pu[p.pu] = p.worker;
-    }
-  }
+  queues.assign(n, nullptr);
+  migrate = std::make_unique<detail::migrator>(queues, *prio_map, *overload);
+  shared.options = &options;
   shared.topo = &topo;
   shared.prio_map = prio_map.get();
   shared.overload = overload.get();
+  shared.migrate = migrate.get();
   shared.token = &token;
-  shared.migration = options.migration;
-  shared.ipi_timeout = options.ipi_timeout;
-  shared.idle_spin = options.idle_spin;
-  shared.idle_spin_policy = options.idle_spin_policy;
-  shared.timer_spin = options.timer_spin;
-  shared.timer_wake = options.timer_wake;
-  shared.policy = options.policy;
-  shared.fifo_priority = options.fifo_priority;
-  shared.on_task_exception = options.on_task_exception;
+  shared.bells = &bells;
   shared.owner = this;
 
   workers.reserve(n);
-  for (unsigned id = 0; id < n; ++id) workers.push_back(std::make_unique<worker>(shared, id));
-  for (auto& w : workers) {
-    shared.peers.push_back(w.get());
-    queues.push_back(&w->queue());
+  for (unsigned id = 0; id < n; ++id) {
+    workers.push_back(std::make_unique<worker>(shared, id));
+    queues[id] = &workers.back()->queue();
   }
-  migrate = std::make_unique<detail::migrator>(queues, *prio_map, *overload);
-  shared.migrate = migrate.get();
+  place = std::make_unique<detail::placement>(*prio_map, workers, topo);
   detail::startup st(static_cast<std::ptrdiff_t>(n));
   for (std::size_t i = 0; i < n; ++i) {
     try {
@@ -175,69 +182,6 @@ void runtime::impl::shut_down(run_state via) noexcept {
   for (auto& w : workers) w->join();
 }
 
-// select_task_rq_rt: stay on the spawning task's worker when it runs at a
-// lower priority; else the lowest-priority worker cpupri finds below the
-// task's; else queue it on the spawning task's worker (which is then
-// overloaded, and push migration moves the task as soon as some worker
-// drops below it); from an outside thread, the least-loaded worker in the
-// affinity.
-unsigned runtime::impl::place(const task_spec& spec, const worker* self) const noexcept {
-  const worker_set* affinity = spec.affinity ? &*spec.affinity : nullptr;
-  const bool self_allowed =
-      self != nullptr && (affinity == nullptr || affinity->contains(self->id()));
-  if (self_allowed && prio_map->level(self->id()) < spec.priority) return self->id();
-  // The caller's worker; for an outside thread, the worker on the CPU it
-  // runs on when that worker is asleep, so that an idle pool wakes the
-  // nearest worker (wake-affine: a wake-up on the caller's CPU is cheaper
-  // than an IPI to another). An awake worker there would only compete with
-  // the caller for its CPU, so then no worker is preferred.
-  unsigned near = self != nullptr ? self->id() : detail::cpupri::none;
-  if (self == nullptr && !worker_of_pu.empty()) {
-    const int cpu = ::sched_getcpu();
-    if (cpu >= 0 && static_cast<std::size_t>(cpu) < worker_of_pu.size()) {
-      const unsigned w = worker_of_pu[static_cast<std::size_t>(cpu)];
-      if (w != detail::cpupri::none && workers[w]->parking()) near = w;
-    }
-  }
-  thread_local unsigned rotation = 0;
-  const unsigned found =
-      prio_map->find(spec.priority, affinity, near, detail::cpupri::none, rotation++);
-  if (found != detail::cpupri::none) return found;
-  return self_allowed ? self->id() : place_remote(spec);
-}
-
-unsigned runtime::impl::place_remote(const task_spec& spec) const noexcept {
-  // Least-loaded worker in the affinity; the scan starts at a per-thread
-  // rotating offset so that equally loaded workers take turns.
-  thread_local unsigned rotor = 0;
-  const auto n = static_cast<unsigned>(workers.size());
-  const unsigned start = rotor++ % n;
-  unsigned best = n;  // replaced by the first worker considered
-  std::uint64_t best_load = 0;
-  const auto consider = [&](unsigned w) {
-    const std::uint64_t load = workers[w]->load();
-    if (best == n || load < best_load) {
-      best = w;
-      best_load = load;
-    }
-    return load == 0;  // an idle worker cannot be beaten
-  };
-  if (!spec.affinity) {
-    for (unsigned i = 0; i < n; ++i) {
-      if (consider((start + i) % n)) break;
-    }
-    return best;
-  }
-  const worker_set& allowed = *spec.affinity;
-  for (unsigned w = allowed.next(start); w < n; w = allowed.next(w + 1)) {
-    if (consider(w)) return w;
-  }
-  for (unsigned w = allowed.first(); w < start; w = allowed.next(w + 1)) {
-    if (consider(w)) return w;
-  }
-  return best;
-}
-
 runtime::runtime(runtime_options options) {
   options.validate();
   impl_ = std::make_unique<impl>(std::move(options));
@@ -272,7 +216,7 @@ runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec) {
   // Count the acceptance before writing the node: its seq_cst RMW is a full
   // barrier, cheapest while no stores to the node are pending behind it.
   worker* self = worker::current_in(impl_.get());
-  const unsigned target = impl_->place(spec, self);
+  const unsigned target = impl_->place->place(spec, self);
   const bool local = self != nullptr && target == self->id();
   worker& w = *impl_->workers[target];
   if (local) {

@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+
+#include "current.hpp"
+#include "migrator.hpp"
+#include "node_pool.hpp"
 
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
@@ -23,20 +26,16 @@
 #endif
 
 namespace urt::detail {
-namespace {
 
-thread_local worker* tls_worker = nullptr;
-thread_local const void* tls_owner = nullptr;
-thread_local task_node* tls_task = nullptr;
-
-std::int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
-worker::worker(runtime_shared& shared, unsigned id) : shared_(shared), id_(id) {
+worker::worker(runtime_shared& shared, unsigned id)
+    : shared_(shared),
+      id_(id),
+      parker_(io_, parker::config::from(*shared.options), counters_),
+      balancer_(id, balancer::config::from(*shared.options),
+                balancer::shared_parts{*shared.migrate, *shared.prio_map, *shared.overload,
+                                       *shared.token, *shared.bells,
+                                       static_cast<unsigned>(shared.topo->worker_count())},
+                q_, counters_) {
   __cds_wfcq_init(&inbox_head_, &inbox_tail_);
   __cds_wfcq_init(&splice_head_, &splice_tail_);
 }
@@ -65,33 +64,33 @@ void worker::main(startup& st) {
     return;
   }
   st.done.count_down();  // `st` may be gone after this
-  tls_worker = this;
-  tls_owner = shared_.owner;
-  bell_.arm();
+  current.self = this;
+  current.owner = shared_.owner;
+  parker_.arm();
   q_.lock.lock();
   shared_.migrate->publish(id_);  // idle: routable from now on
   q_.lock.unlock();
   loop();
-  bell_.disarm();
-  alarm_.disarm();
+  parker_.disarm();
   work_.reset();
   io_.poll();  // completes the cancelled wait so its handler memory is freed
-  tls_worker = nullptr;
-  tls_owner = nullptr;
+  current.self = nullptr;
+  current.owner = nullptr;
 }
 
 void worker::set_up() {
   const std::string name = "urt-w" + std::to_string(id_);
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
   shared_.topo->bind_current_thread(id_);
-  if (shared_.policy == worker_policy::fifo) {
+  const runtime_options& o = *shared_.options;
+  if (o.policy == worker_policy::fifo) {
     sched_param param{};
-    param.sched_priority = shared_.fifo_priority;
+    param.sched_priority = o.fifo_priority;
     if (const int err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param); err != 0) {
       throw std::system_error(
           err, std::generic_category(),
           "runtime_options.policy: SCHED_FIFO at fifo_priority " +
-              std::to_string(shared_.fifo_priority) + " refused for worker " + std::to_string(id_) +
+              std::to_string(o.fifo_priority) + " refused for worker " + std::to_string(id_) +
               (err == EPERM ? " (needs root, CAP_SYS_NICE or a large enough RLIMIT_RTPRIO)" : ""));
     }
   }
@@ -124,17 +123,19 @@ task_node* worker::step(run_state seen) noexcept {
   // Lowering: since the last step (the previous task is done), or since a
   // move took our queued top away (rt_queue::lowered).
   const bool lowered = q_.current() < before || std::exchange(q_.lowered, false);
-  if (lowered && shared_.migration != migration_mode::none) {
+  if (lowered && balancer_.acts_on_lowering()) {
     // Show the level we would run at, and migrate before committing to a
     // task (a running task cannot be preempted by one that arrives a
     // moment later).
     m.publish(id_);
-    if (overload_seen_after_lowering()) {
+    if (balancer_.overload_seen_after_lowering()) {
       q_.lock.unlock();
-      migrate_on_lowering(wait_for_push::yes);
+      balancer_.on_lowering(balancer::wait_for_push::yes);
       q_.lock.lock();
     }
   }
+  // Hook: a mechanism that decides which queued task may run (a bandwidth
+  // budget) is consulted here, on the locked queue, before the pick.
   task_node* node = q_.pop();
   if (node != nullptr) {
     // Unlinking `node` pulled in the new head; start fetching the one
@@ -143,68 +144,11 @@ task_node* worker::step(run_state seen) noexcept {
     q_.running = node->priority;
   }
   m.publish(id_);
-  const std::optional<std::uint64_t> push = push_due();
+  const std::optional<std::uint64_t> push = balancer_.push_due();
   q_.lock.unlock();
-  if (push) push_tasks(*push);  // after each task switch (push_rt_tasks)
-  serve_token();
+  if (push) balancer_.push_tasks(*push);  // after each task switch (push_rt_tasks)
+  balancer_.serve_token();
   return node;
-}
-
-bool worker::overload_seen_after_lowering() const noexcept {
-  // Pairs with the seq_cst RMW or fence in overload_mask::set() (a Dekker
-  // pair): our lowered level, stored by publish() (ours, or the mover's
-  // under our lock, which we hold or have held since), is ordered before
-  // the load of the overload mask, and a worker publishing a pushable task
-  // orders that before its cpupri reads; so either it sees us lower and
-  // pushes, or we see it overloaded here.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  return shared_.overload->any();
-}
-
-void worker::migrate_on_lowering(wait_for_push wait) noexcept {
-  const overload_mask& overload = *shared_.overload;
-  if (shared_.migration == migration_mode::pull) {
-    // pull_rt_task: take what every overloaded worker queues above us.
-    const unsigned pulled = shared_.migrate->pull_all(id_);
-    pulls_.store(pulls_.load(std::memory_order_relaxed) + pulled, std::memory_order_relaxed);
-    return;
-  }
-  // push_ipi: ask the overloaded workers to push (tell_cpu_to_push).
-  send_hop(shared_.token->request(id_, overload, now_ns()));
-  if (wait == wait_for_push::no) return;  // a pushed task shows at the next scheduling point
-  if (shared_.prio_map->level(id_) == cpupri::level_idle) return;  // idle() watches
-  // About to run a task at our level: while a more urgent one waits on an
-  // overloaded worker, wait for the push before committing, for at most
-  // ipi_timeout; then pull it (the stuck-worker fallback). A failed pull
-  // (the task left meanwhile, or may not run here) looks again, at most
-  // max_fallback_pulls times, then the worker goes on with its own task.
-  constexpr int max_fallback_pulls = 3;
-  const clock::time_point deadline = clock::now() + shared_.ipi_timeout;
-  int pulls_tried = 0;
-  for (unsigned spins = 0;; ++spins) {
-    serve_token();  // we may be overloaded too: never sit on a hop
-    // Our level rises when a task is pushed in; one pushed in is not yet a
-    // reason to stop looking: a still more urgent one may wait elsewhere.
-    const int level = shared_.prio_map->level(id_);
-    const unsigned source = overload.best_above(level, id_);
-    if (source == overload_mask::none) return;  // pushed here or elsewhere, or run there
-    if (spins % 16 != 15) {
-      cpu_relax();
-      continue;
-    }
-    if (clock::now() >= deadline) {
-      if (pulls_tried == 0) {
-        bump(fallbacks_);
-        take_over_stuck_token();
-      }
-      if (pull_one(source)) return;
-      if (++pulls_tried == max_fallback_pulls) return;
-      continue;
-    }
-    // The source may share our CPU (more workers than CPUs, or another
-    // process there): let it run to its scheduling point.
-    if (spins % 256 == 255) ::sched_yield();
-  }
 }
 
 void worker::close() noexcept {
@@ -228,17 +172,16 @@ bool worker::preempt_point() noexcept {
   release_due();
   shared_.migrate->publish(id_);
   // Between steps only a move out of our queue lowers us (rt_queue::lowered).
-  const bool lowered =
-      std::exchange(q_.lowered, false) && shared_.migration != migration_mode::none;
+  const bool lowered = std::exchange(q_.lowered, false) && balancer_.acts_on_lowering();
   bool urgent = q_.rq.top_level() > q_.running;
-  const std::optional<std::uint64_t> push = push_due();
+  const std::optional<std::uint64_t> push = balancer_.push_due();
   q_.lock.unlock();
-  if (push) push_tasks(*push);
-  serve_token();
+  if (push) balancer_.push_tasks(*push);
+  balancer_.serve_token();
   // Lowered while running: pull what is now more urgent than the running
   // task, or ask for a push, without waiting for it (the task runs on).
-  const bool pulled_or_asked = lowered && overload_seen_after_lowering();
-  if (pulled_or_asked) migrate_on_lowering(wait_for_push::no);
+  const bool pulled_or_asked = lowered && balancer_.overload_seen_after_lowering();
+  if (pulled_or_asked) balancer_.on_lowering(balancer::wait_for_push::no);
   if ((urgent && push.has_value()) || pulled_or_asked) {
     // The urgent task may just have been pushed to a worker that runs it
     // now, or one more urgent than the running task pulled here.
@@ -247,78 +190,6 @@ bool worker::preempt_point() noexcept {
     q_.lock.unlock();
   }
   return urgent;
-}
-
-std::optional<std::uint64_t> worker::push_due() const noexcept {
-  // The kernel pushes at every schedule while overloaded. A failed push
-  // stays failed until this worker's most urgent pushable task changes or
-  // another worker lowers its priority; under push_ipi and pull such a
-  // worker acts itself (it saw this worker in the overload count, which
-  // stayed non-zero since the failure: a request reaches us as a token
-  // hop, or it pulls). So the push is retried only once the top changed:
-  // a worker draining a batch of equal tasks while every other worker is
-  // as busy does not search cpupri after each one. Under none, nobody
-  // else acts, so every task switch pushes.
-  if (q_.overloaded() &&
-      (shared_.migration == migration_mode::none || q_.top_changes != push_failed_at_)) {
-    return q_.top_changes;
-  }
-  return std::nullopt;
-}
-
-void worker::push_tasks(std::uint64_t top_changes) noexcept {
-  // push_rt_tasks: while a push succeeds. Each success fills a worker that
-  // was strictly lower, so the worker count bounds the loop.
-  for (std::size_t i = 0; i < shared_.peers.size(); ++i) {
-    const unsigned target = shared_.migrate->push_one(id_, rotation_++);
-    if (target == migrator::none) {
-      if (i == 0) push_failed_at_ = top_changes;
-      return;
-    }
-    bump(pushes_);
-    ring_peer(target);
-  }
-}
-
-void worker::ring_peer(unsigned target) noexcept {
-  if (shared_.peers[target]->ring()) bump(doorbells_sent_);
-}
-
-bool worker::hand_token(std::uint64_t seq) noexcept {
-  // Release: pairs with the acquire exchange in serve_token().
-  token_seq_.store(seq, std::memory_order_release);
-  return bell_.ring();
-}
-
-void worker::send_hop(push_token::hop h) noexcept {
-  if (h.target == push_token::none) return;
-  bump(token_hops_);
-  if (shared_.peers[h.target]->hand_token(h.seq)) bump(doorbells_sent_);
-}
-
-void worker::serve_token() noexcept {
-  // Relaxed first look: the common case (no hop) costs no RMW.
-  if (token_seq_.load(std::memory_order_relaxed) == 0) return;
-  // Acquire: pairs with the release store in hand_token().
-  const std::uint64_t seq = token_seq_.exchange(0, std::memory_order_acquire);
-  if (seq == 0) return;
-  push_tasks(push_failed_at_);  // always try: a worker lowered and asked
-  send_hop(shared_.token->forward(id_, seq, *shared_.overload, now_ns()));
-}
-
-bool worker::pull_one(unsigned source) noexcept {
-  if (!shared_.migrate->pull_from(id_, source)) return false;
-  bump(pulls_);
-  return true;
-}
-
-unsigned worker::take_over_stuck_token() noexcept {
-  push_token& token = *shared_.token;
-  if (shared_.migration != migration_mode::push_ipi || !token.travelling()) return push_token::none;
-  const push_token::takeover t =
-      token.take_over_stuck(id_, *shared_.overload, now_ns(), shared_.ipi_timeout.count());
-  send_hop(t.next);
-  return t.stuck;
 }
 
 void worker::release_due() noexcept {
@@ -330,7 +201,7 @@ void worker::release_due() noexcept {
     // A cancelled series ends at its next release instead of running.
     // Acquire: pairs with the release store in periodic_task::cancel().
     if (next->series() != nullptr && next->series()->cancelled.load(std::memory_order_acquire)) {
-      discard(next, completed_);
+      discard(next, counters_.completed);
       continue;
     }
     q_.enqueue(next, id_);
@@ -341,8 +212,9 @@ void worker::end_periodic_series() noexcept {
   // Once stop() has begun, no periodic series starts another release: the
   // series is one task, finished (drain) or dropped (cancel) now.
   series_ended_ = true;
-  auto& counter =
-      shared_.state.load(std::memory_order_relaxed) == run_state::cancelling ? cancelled_ : completed_;
+  auto& counter = shared_.state.load(std::memory_order_relaxed) == run_state::cancelling
+                      ? counters_.cancelled
+                      : counters_.completed;
   timers_.remove_if_not([](task_node* n) { return n->series() == nullptr; },
                         [&](task_node* n) { discard(n, counter); });
 }
@@ -351,7 +223,7 @@ void worker::discard(task_node* node, std::atomic<std::uint64_t>& counter) noexc
   node->payload.drop_fn(node->payload);
   if (periodic_state* series = node->series()) series->release();
   node_pool::release(node);
-  bump(counter);
+  worker_counters::bump_release(counter);
 }
 
 namespace {
@@ -396,92 +268,91 @@ bool worker::submit_remote(task_node* node) noexcept {
   // A full ring(), fence included: the owner may park while this enqueue's
   // link store is still pending (drain_inbox() cannot see the node yet), so
   // the store must be ordered before the load of the parking flag.
-  return bell_.ring();
+  return parker_.ring();
 }
-
-void worker::count_doorbell_sent() noexcept { bump(doorbells_sent_); }
 
 void worker::submit_local(task_node* node) noexcept {
   q_.lock.lock();
   enqueue(node);
   shared_.migrate->publish(id_);  // a more urgent child raises this worker at once
-  const std::optional<std::uint64_t> push = push_due();
+  const std::optional<std::uint64_t> push = balancer_.push_due();
   q_.lock.unlock();
   // The running task goes on, so the new one does not run next: push it
   // (or a more urgent queued one) to a lower worker if there is one.
-  if (push) push_tasks(*push);
+  if (push) balancer_.push_tasks(*push);
 }
-
-void worker::bump(std::atomic<std::uint64_t>& counter) noexcept {
-  // Single writer: a load and a store, no read-modify-write. Release pairs
-  // with finished_acquire() (for completed_/cancelled_); harmless elsewhere.
-  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-}
-
-void worker::count_local_accept() noexcept { bump(accepted_local_); }
 
 void worker::uncount_local_accept() noexcept {
-  // Single writer, like bump(); release for the same pairing.
-  accepted_local_.store(accepted_local_.load(std::memory_order_relaxed) - 1,
-                        std::memory_order_release);
+  // Single writer, like bump_release(); release for the same pairing.
+  counters_.accepted_local.store(counters_.accepted_local.load(std::memory_order_relaxed) - 1,
+                                 std::memory_order_release);
 }
 
 void worker::run_task(task_node* node) noexcept {
-  tls_task = node;
+  current.task = node;
   try {
     node->payload.run_fn(node->payload);
   } catch (...) {
     handle_exception(std::current_exception());
   }
-  tls_task = nullptr;
+  current.task = nullptr;
+  // Hook: a mechanism that accounts for the time a task ran (a bandwidth
+  // budget) or for the ids it held (concurrency IDs) is told here.
   if (periodic_state* series = node->series()) {
-    // Release k + 1 is start + (k + 1) * period: drift-free. After an
-    // overrun the next releases are already due: catch_up runs them,
-    // skip moves on to the first one not yet past (still on the grid).
-    // Relaxed state: a stale "running" only re-arms once more, and the
-    // series ends at its next release. Acquire: as in release_due().
-    if (shared_.state.load(std::memory_order_relaxed) == run_state::running &&
-        !series->cancelled.load(std::memory_order_acquire)) {
-      node->release += node->period;
-      if (series->overrun == overrun_policy::skip) {
-        const clock::time_point now = clock::now();
-        if (node->release < now) {
-          const auto missed = (now - node->release + node->period - clock::duration{1}) / node->period;
-          node->release += missed * node->period;
-          series->skipped.store(series->skipped.load(std::memory_order_relaxed) +
-                                    static_cast<std::uint64_t>(missed),
-                                std::memory_order_relaxed);
-        }
-      }
-      timers_.push(node);
-      return;
-    }
-    discard(node, completed_);
+    rearm_series(node, *series);
   } else {
     node_pool::release(node);  // run_fn destroyed the callable
-    bump(completed_);
+    worker_counters::bump_release(counters_.completed);
   }
-  if (completed_.load(std::memory_order_relaxed) % hint_interval == 0) publish_load_hint();
+  if (counters_.completed.load(std::memory_order_relaxed) % hint_interval == 0) {
+    publish_load_hint();
+  }
+}
+
+void worker::rearm_series(task_node* node, periodic_state& series) noexcept {
+  // Release k + 1 is start + (k + 1) * period: drift-free. After an
+  // overrun the next releases are already due: catch_up runs them,
+  // skip moves on to the first one not yet past (still on the grid).
+  // Relaxed state: a stale "running" only re-arms once more, and the
+  // series ends at its next release. Acquire: as in release_due().
+  if (shared_.state.load(std::memory_order_relaxed) == run_state::running &&
+      !series.cancelled.load(std::memory_order_acquire)) {
+    node->release += node->period;
+    if (series.overrun == overrun_policy::skip) {
+      const clock::time_point now = clock::now();
+      if (node->release < now) {
+        const auto missed = (now - node->release + node->period - clock::duration{1}) / node->period;
+        node->release += missed * node->period;
+        series.skipped.store(series.skipped.load(std::memory_order_relaxed) +
+                                 static_cast<std::uint64_t>(missed),
+                             std::memory_order_relaxed);
+      }
+    }
+    timers_.push(node);
+    return;
+  }
+  discard(node, counters_.completed);
 }
 
 void worker::publish_load_hint() noexcept {
   // Relaxed: a hint; the next publication corrects a stale one.
-  finished_hint_.store(completed_.load(std::memory_order_relaxed) +
-                           cancelled_.load(std::memory_order_relaxed),
-                       std::memory_order_relaxed);
+  counters_.finished_hint.store(counters_.completed.load(std::memory_order_relaxed) +
+                                    counters_.cancelled.load(std::memory_order_relaxed),
+                                std::memory_order_relaxed);
 }
 
 void worker::cancel_queued() noexcept {
-  while (task_node* node = q_.pop()) discard(node, cancelled_);
+  while (task_node* node = q_.pop()) discard(node, counters_.cancelled);
   timers_.remove_if_not([](task_node*) { return false; },
-                        [&](task_node* n) { discard(n, cancelled_); });
+                        [&](task_node* n) { discard(n, counters_.cancelled); });
 }
 
 void worker::handle_exception(const std::exception_ptr& error) noexcept {
-  bump(exceptions_);
-  if (shared_.on_task_exception) {
+  worker_counters::bump_relaxed(counters_.exceptions);
+  const runtime_options& o = *shared_.options;
+  if (o.on_task_exception) {
     try {
-      shared_.on_task_exception(error);
+      o.on_task_exception(error);
     } catch (...) {
       // A throwing handler is counted (above) and ignored: the worker goes on.
     }
@@ -498,7 +369,7 @@ void worker::handle_exception(const std::exception_ptr& error) noexcept {
   std::fprintf(stderr,
                "urt: a task at priority %d on worker %u threw: %s (further exceptions are only "
                "counted; set runtime_options::on_task_exception to handle them)\n",
-               tls_task != nullptr ? tls_task->priority : -1, id_, what.c_str());
+               current.task != nullptr ? current.task->priority : -1, id_, what.c_str());
 }
 
 bool worker::work_pending() const noexcept {
@@ -506,13 +377,12 @@ bool worker::work_pending() const noexcept {
   // enqueues; a node whose enqueue is still in flight counts as pending
   // (the step that follows takes it once it is linked). The splice list
   // keeps such a node between steps. Relaxed flags: they only decide to
-  // take the lock and look (moved_in), or to exchange the hop (token_seq_).
+  // take the lock and look (moved_in), or to exchange the hop.
   auto* inbox = const_cast<__cds_wfcq_head*>(&inbox_head_);  // NOLINT: the C API is not const
   auto* spliced = const_cast<__cds_wfcq_head*>(&splice_head_);  // NOLINT: likewise
   return !cds_wfcq_empty(__cds_wfcq_head_cast(inbox), const_cast<cds_wfcq_tail*>(&inbox_tail_)) ||
          !cds_wfcq_empty(__cds_wfcq_head_cast(spliced), const_cast<cds_wfcq_tail*>(&splice_tail_)) ||
-         q_.moved_in.load(std::memory_order_relaxed) ||
-         token_seq_.load(std::memory_order_relaxed) != 0;
+         q_.moved_in.load(std::memory_order_relaxed) || balancer_.hop_pending();
 }
 
 void worker::idle(run_state seen) {
@@ -524,199 +394,69 @@ void worker::idle(run_state seen) {
     shared_.idle_epoch.fetch_add(1, std::memory_order_release);
     shared_.idle_epoch.notify_all();
   }
-  // push_ipi: an idle worker is the one that benefits from migration, so
-  // it watches the travelling token: once the pending hop is older than
-  // ipi_timeout, it takes the hop over (one pull from the stuck worker).
-  clock::time_point token_due = clock::time_point::max();
-  if (shared_.migration == migration_mode::push_ipi && shared_.overload->any()) {
-    if (const unsigned stuck = take_over_stuck_token(); stuck != push_token::none) {
-      // The fallback: one pull from the worker that kept the token.
-      bump(fallbacks_);
-      pull_one(stuck);
-      return;
-    }
-    const std::int64_t due_ns = shared_.token->hop_deadline(shared_.ipi_timeout.count());
-    if (due_ns != std::numeric_limits<std::int64_t>::max() &&
-        shared_.token->holder() != id_) {
-      token_due = clock::time_point(std::chrono::nanoseconds(due_ns));
-    }
-  }
+  const balancer::idle_plan plan = balancer_.before_idle();
+  if (plan.pulled) return;  // look at what it pulled
   const task_node* first_timer = timers_.top();
-  const clock::time_point due = first_timer != nullptr ? first_timer->release : clock::time_point::max();
-  // Wake timer_lead() before the release (the advance) and spin to it.
-  const clock::time_point timer_wake = first_timer != nullptr ? due - timer_lead() : due;
-  const clock::time_point wake = std::min(timer_wake, token_due);
-  // Work became visible, the state changed (acquire: pairs with stop()'s
-  // store), or it is time to wake for the next release or the token check.
-  const auto changed = [&](clock::time_point now) {
-    return work_pending() || shared_.state.load(std::memory_order_acquire) != seen ||
-           (wake != clock::time_point::max() && now >= wake);
-  };
-  const auto went_idle = clock::now();
-  if (const auto spin = idle_spin(); spin.count() > 0) {
-    const auto deadline = went_idle + spin;
-    for (unsigned spins = 0;; ++spins) {
-      const auto now = clock::now();
-      if (changed(now)) return spin_to(due, timer_wake, now);
-      cpu_relax();
-      if (spins % 64 == 63) {
-        if (now >= deadline) break;
-        ::sched_yield();
-      }
-    }
-  }
-  if (wake != clock::time_point::max()) alarm_.set(wake);
-  bell_.rearm();
-  bell_.announce_parking();
-  // The re-check after the announcement. Parking is safe even when a node's
-  // enqueue is still in flight: its spawner rings after linking it; so do
-  // a pusher after moving a task in and a token sender after its hop.
-  if (const auto now = clock::now(); changed(now)) {
-    bell_.cancel_parking();
-    return spin_to(due, timer_wake, now);
-  }
-  parks_.store(parks_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  const std::uint64_t alarms = alarm_.fired();
-  const std::uint64_t rings = bell_.received();
-  io_.run_one();  // returns once the doorbell, the alarm (or another handler) ran
-  bell_.cancel_parking();
-  const auto woke = clock::now();
-  const bool by_alarm = alarm_.fired() != alarms;
-  if (by_alarm && wake == timer_wake && learning_advance()) {
-    // A parked wake-up by the release's alarm: how late the OS ran us.
-    advance_.observe(woke - timer_wake);
-    advance_ns_.store(advance_.value().count(), std::memory_order_relaxed);
-  }
-  if (shared_.idle_spin_policy == spin_policy::adaptive) {
-    if (bell_.received() != rings) {
-      window_.work_after_park(woke - went_idle);
-    } else if (by_alarm) {
-      window_.alarm_after_park();
-    }
-    window_ns_.store(window_.value().count(), std::memory_order_relaxed);
-  }
-  spin_to(due, timer_wake, woke);
-}
-
-std::chrono::nanoseconds worker::idle_spin() const noexcept {
-  return shared_.idle_spin_policy == spin_policy::adaptive ? window_.value() : shared_.idle_spin;
-}
-
-bool worker::learning_advance() const noexcept {
-  return shared_.timer_spin.count() == 0 && shared_.timer_wake == timer_wake_mode::adaptive;
-}
-
-std::chrono::nanoseconds worker::timer_lead() const noexcept {
-  if (shared_.timer_spin.count() > 0) return shared_.timer_spin;
-  return learning_advance() ? advance_.value() : std::chrono::nanoseconds{0};
-}
-
-void worker::spin_to(clock::time_point due, clock::time_point wake,
-                     clock::time_point woke) noexcept {
-  // The last stretch to a release that the worker woke early for is spun,
-  // not slept, unless other work shows up meanwhile.
-  if (due == clock::time_point::max() || woke >= due) return;
-  if (woke < wake) return;  // woken early for something else
-  clock::time_point now = woke;
-  while (now < due) {
-    if (work_pending()) break;
-    cpu_relax();
-    now = clock::now();
-  }
-  timer_spin_ns_.store(timer_spin_ns_.load(std::memory_order_relaxed) +
-                           static_cast<std::uint64_t>((now - woke).count()),
-                       std::memory_order_relaxed);
+  const auto work = [this] { return work_pending(); };
+  // Acquire: pairs with stop()'s store of the state.
+  const auto state_changed = [&] { return shared_.state.load(std::memory_order_acquire) != seen; };
+  parker_.idle(first_timer != nullptr ? first_timer->release : clock::time_point::max(),
+               plan.token_check, parker::wake_checks{work, state_changed});
 }
 
 std::uint64_t worker::load() const noexcept {
   // The hint is read last and may be ahead of the acceptances read first
   // (tasks accepted and finished in between): clamp instead of wrapping.
   // Tasks moved away count as finished here, tasks moved in as accepted.
-  const std::uint64_t accepted = accepted_remote_.load(std::memory_order_relaxed) +
-                                 accepted_local_.load(std::memory_order_relaxed) +
+  const std::uint64_t accepted = counters_.accepted_remote.load(std::memory_order_relaxed) +
+                                 counters_.accepted_local.load(std::memory_order_relaxed) +
                                  q_.migrated_in.load(std::memory_order_relaxed);
-  const std::uint64_t finished = finished_hint_.load(std::memory_order_relaxed) +
+  const std::uint64_t finished = counters_.finished_hint.load(std::memory_order_relaxed) +
                                  q_.migrated_out.load(std::memory_order_relaxed);
   return accepted > finished ? accepted - finished : 0;
 }
 
 std::uint64_t worker::finished_acquire() const noexcept {
-  return completed_.load(std::memory_order_acquire) + cancelled_.load(std::memory_order_acquire);
+  // Acquire: pairs with the release bumps of completed and cancelled.
+  return counters_.completed.load(std::memory_order_acquire) +
+         counters_.cancelled.load(std::memory_order_acquire);
 }
 
 std::uint64_t worker::accepted_seq_cst() const noexcept {
-  return accepted_remote_.load(std::memory_order_seq_cst) +
-         accepted_local_.load(std::memory_order_seq_cst);
+  return counters_.accepted_remote.load(std::memory_order_seq_cst) +
+         counters_.accepted_local.load(std::memory_order_seq_cst);
 }
 
 worker_stats worker::stats() const noexcept {
+  const worker_counters& c = counters_;
+  const auto get = [](const std::atomic<std::uint64_t>& v) {
+    return v.load(std::memory_order_relaxed);  // a snapshot of statistics
+  };
   worker_stats s;
   s.worker = id_;
   s.pu = shared_.topo->workers()[id_].pu;
-  s.accepted = accepted_remote_.load(std::memory_order_relaxed) +
-               accepted_local_.load(std::memory_order_relaxed);
-  s.completed = completed_.load(std::memory_order_relaxed);
-  s.cancelled = cancelled_.load(std::memory_order_relaxed);
-  s.exceptions = exceptions_.load(std::memory_order_relaxed);
-  s.parks = parks_.load(std::memory_order_relaxed);
-  s.doorbells = bell_.received();
-  s.doorbells_sent = doorbells_sent_.load(std::memory_order_relaxed);
-  s.pushes = pushes_.load(std::memory_order_relaxed);
-  s.pulls = pulls_.load(std::memory_order_relaxed);
-  s.token_hops = token_hops_.load(std::memory_order_relaxed);
-  s.fallbacks = fallbacks_.load(std::memory_order_relaxed);
-  s.migrated_in = q_.migrated_in.load(std::memory_order_relaxed);
-  s.migrated_out = q_.migrated_out.load(std::memory_order_relaxed);
-  s.remote_locks = q_.remote_locks.load(std::memory_order_relaxed);
-  s.timer_spin_ns = timer_spin_ns_.load(std::memory_order_relaxed);
-  s.idle_spin_ns = static_cast<std::uint64_t>(shared_.idle_spin_policy == spin_policy::adaptive
-                                                  ? window_ns_.load(std::memory_order_relaxed)
-                                                  : shared_.idle_spin.count());
-  s.timer_advance_ns = static_cast<std::uint64_t>(
-      shared_.timer_spin.count() > 0 ? shared_.timer_spin.count()
-                                     : advance_ns_.load(std::memory_order_relaxed));
+  s.accepted = get(c.accepted_remote) + get(c.accepted_local);
+  s.completed = get(c.completed);
+  s.cancelled = get(c.cancelled);
+  s.exceptions = get(c.exceptions);
+  s.parks = get(c.parks);
+  s.doorbells = parker_.rings_received();
+  s.doorbells_sent = get(c.doorbells_sent);
+  s.pushes = get(c.pushes);
+  s.pulls = get(c.pulls);
+  s.token_hops = get(c.token_hops);
+  s.fallbacks = get(c.fallbacks);
+  s.migrated_in = get(q_.migrated_in);
+  s.migrated_out = get(q_.migrated_out);
+  s.remote_locks = get(q_.remote_locks);
+  s.timer_spin_ns = get(c.timer_spin_ns);
+  s.idle_spin_ns = static_cast<std::uint64_t>(parker_.reported_idle_spin().count());
+  s.timer_advance_ns = static_cast<std::uint64_t>(parker_.reported_timer_advance().count());
   return s;
 }
 
 worker* worker::current_in(const void* owner) noexcept {
-  return tls_owner == owner ? tls_worker : nullptr;
+  return current.owner == owner ? current.self : nullptr;
 }
 
 }  // namespace urt::detail
-
-namespace urt::this_task {
-
-bool running() noexcept { return detail::tls_task != nullptr; }
-
-namespace {
-detail::task_node& current_task() {
-  if (detail::tls_task == nullptr) {
-    throw std::logic_error("urt::this_task: the calling thread is not running an urt task");
-  }
-  return *detail::tls_task;
-}
-}  // namespace
-
-unsigned worker_id() {
-  current_task();
-  return detail::tls_worker->id();
-}
-
-priority_t priority() { return current_task().priority; }
-
-}  // namespace urt::this_task
-
-namespace urt {
-bool preempt_point() noexcept {
-  return detail::tls_task != nullptr && detail::tls_worker->preempt_point();
-}
-}  // namespace urt
-
-namespace urt::this_task {
-
-clock::time_point release_time() {
-  const detail::task_node& task = current_task();
-  return task.timed ? task.release : clock::time_point{};
-}
-
-}  // namespace urt::this_task

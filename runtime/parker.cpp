@@ -1,0 +1,117 @@
+#include "parker.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+
+#include "spinlock.hpp"
+
+namespace urt::detail {
+
+parker::parker(asio::io_context& io, config cfg, worker_counters& counters)
+    : cfg_(cfg), counters_(counters), io_(io), bell_(io), alarm_(io), window_(cfg.idle_spin) {
+  counters_.window_ns.store(cfg.idle_spin.count(), std::memory_order_relaxed);
+}
+
+void parker::idle(clock::time_point release, clock::time_point token_check, wake_checks checks) {
+  const clock::time_point due = release;
+  // Wake timer_lead() before the release (the advance) and spin to it; a
+  // release too close to the clock's ends to subtract from wakes at itself.
+  const clock::duration lead = timer_lead();
+  const clock::time_point timer_wake =
+      due != clock::time_point::max() && due >= clock::time_point::min() + lead ? due - lead : due;
+  const clock::time_point wake = std::min(timer_wake, token_check);
+  // Work became visible, the state changed, or it is time to wake for the
+  // next release or the token check.
+  const auto changed = [&](clock::time_point now) {
+    return checks.work_pending() || checks.state_changed() ||
+           (wake != clock::time_point::max() && now >= wake);
+  };
+  const auto went_idle = clock::now();
+  if (const auto spin = idle_spin(); spin.count() > 0) {
+    const auto deadline = went_idle + spin;
+    for (unsigned spins = 0;; ++spins) {
+      const auto now = clock::now();
+      if (changed(now)) return spin_to(due, timer_wake, now, checks);
+      cpu_relax();
+      if (spins % 64 == 63) {
+        if (now >= deadline) break;
+        ::sched_yield();
+      }
+    }
+  }
+  if (wake != clock::time_point::max()) alarm_.set(wake);
+  bell_.rearm();
+  bell_.announce_parking();
+  // The re-check after the announcement. Parking is safe even when a node's
+  // enqueue is still in flight: its spawner rings after linking it; so do
+  // a pusher after moving a task in and a token sender after its hop.
+  if (const auto now = clock::now(); changed(now)) {
+    bell_.cancel_parking();
+    return spin_to(due, timer_wake, now, checks);
+  }
+  worker_counters::bump_relaxed(counters_.parks);
+  const std::uint64_t alarms = alarm_.fired();
+  const std::uint64_t rings = bell_.received();
+  io_.run_one();  // returns once the doorbell, the alarm (or another handler) ran
+  bell_.cancel_parking();
+  const auto woke = clock::now();
+  const bool by_alarm = alarm_.fired() != alarms;
+  if (by_alarm && wake == timer_wake && learning_advance()) {
+    // A parked wake-up by the release's alarm: how late the OS ran us.
+    advance_.observe(woke - timer_wake);
+    counters_.advance_ns.store(advance_.value().count(), std::memory_order_relaxed);
+  }
+  if (cfg_.idle_spin_policy == spin_policy::adaptive) {
+    if (bell_.received() != rings) {
+      window_.work_after_park(woke - went_idle);
+    } else if (by_alarm) {
+      window_.alarm_after_park();
+    }
+    counters_.window_ns.store(window_.value().count(), std::memory_order_relaxed);
+  }
+  spin_to(due, timer_wake, woke, checks);
+}
+
+std::chrono::nanoseconds parker::idle_spin() const noexcept {
+  return cfg_.idle_spin_policy == spin_policy::adaptive ? window_.value() : cfg_.idle_spin;
+}
+
+bool parker::learning_advance() const noexcept {
+  return cfg_.timer_spin.count() == 0 && cfg_.timer_wake == timer_wake_mode::adaptive;
+}
+
+std::chrono::nanoseconds parker::timer_lead() const noexcept {
+  if (cfg_.timer_spin.count() > 0) return cfg_.timer_spin;
+  return learning_advance() ? advance_.value() : std::chrono::nanoseconds{0};
+}
+
+void parker::spin_to(clock::time_point due, clock::time_point wake, clock::time_point woke,
+                     const wake_checks& checks) noexcept {
+  // The last stretch to a release that the worker woke early for is spun,
+  // not slept, unless other work shows up meanwhile.
+  if (due == clock::time_point::max() || woke >= due) return;
+  if (woke < wake) return;  // woken early for something else
+  clock::time_point now = woke;
+  while (now < due) {
+    if (checks.work_pending()) break;
+    cpu_relax();
+    now = clock::now();
+  }
+  worker_counters::bump_relaxed(counters_.timer_spin_ns,
+                                static_cast<std::uint64_t>((now - woke).count()));
+}
+
+std::chrono::nanoseconds parker::reported_idle_spin() const noexcept {
+  return cfg_.idle_spin_policy == spin_policy::adaptive
+             ? std::chrono::nanoseconds{counters_.window_ns.load(std::memory_order_relaxed)}
+             : cfg_.idle_spin;
+}
+
+std::chrono::nanoseconds parker::reported_timer_advance() const noexcept {
+  return cfg_.timer_spin.count() > 0
+             ? cfg_.timer_spin
+             : std::chrono::nanoseconds{counters_.advance_ns.load(std::memory_order_relaxed)};
+}
+
+}  // namespace urt::detail

@@ -1,0 +1,100 @@
+// parker: how a worker with nothing to run waits for work: spin for the
+// idle spin (fixed or adapted by idle_window), then park on its doorbell
+// with the alarm set for the next wake-up, and for a timed release wake
+// early by the timer advance (fixed timer_spin, or learned by wake_advance)
+// and spin to the release. It owns the doorbell and the alarm. It never
+// runs migration: the worker hands it the deadlines to wake for (the next
+// release, the token check the balancer asked for) and the checks that end
+// the wait early.
+//
+// Concurrency: owner only, except ring() and parking(), which any thread
+// may call (the doorbell's protocol: doorbell.hpp), and the counters it
+// writes (worker_counters: relaxed statistics, read by anyone).
+// Progress: idle() blocks in the io_context until the doorbell or the
+// alarm (or another handler of the worker's io_context) completes.
+#pragma once
+
+#include <asio/io_context.hpp>
+
+#include <chrono>
+#include <cstdint>
+
+#include "alarm.hpp"
+#include "doorbell.hpp"
+#include "function_ref.hpp"
+#include "idle_window.hpp"
+#include "urt/options.hpp"
+#include "urt/timer.hpp"
+#include "wake_advance.hpp"
+#include "worker_counters.hpp"
+
+namespace urt::detail {
+
+class parker {
+ public:
+  /// The options the parker follows.
+  struct config {
+    std::chrono::nanoseconds idle_spin{0};
+    spin_policy idle_spin_policy = spin_policy::fixed;
+    std::chrono::nanoseconds timer_spin{0};
+    timer_wake_mode timer_wake = timer_wake_mode::at_release;
+    static config from(const runtime_options& o) noexcept {
+      return {o.idle_spin, o.idle_spin_policy, o.timer_spin, o.timer_wake};
+    }
+  };
+  /// What ends a wait early: work became visible (the spin to a release
+  /// stops for it too), or the runtime changed state.
+  struct wake_checks {
+    function_ref<bool()> work_pending;
+    function_ref<bool()> state_changed;
+  };
+
+  /// Creates the doorbell's eventfd and the alarm's timerfd in `io` (throws
+  /// std::system_error).
+  parker(asio::io_context& io, config cfg, worker_counters& counters);
+
+  /// Owner, before its loop / after it: starts and ends the doorbell's wait.
+  void arm() { bell_.arm(); }
+  void disarm() {
+    bell_.disarm();
+    alarm_.disarm();
+  }
+  /// Any thread: wakes the owner if it is parking; true when it wrote the
+  /// doorbell (see doorbell.hpp for the ordering it guarantees).
+  bool ring() noexcept { return bell_.ring(); }
+  /// Any thread: whether the owner is (about to be) asleep on its doorbell.
+  [[nodiscard]] bool parking() const noexcept { return bell_.parking(); }
+  /// Doorbell writes that woke the owner (owner writes, anyone reads).
+  [[nodiscard]] std::uint64_t rings_received() const noexcept { return bell_.received(); }
+
+  /// Owner: waits until `checks` report, or until `token_check`, or until
+  /// the timed release `release` is due (time_point::max(): none), waking
+  /// timer_lead() early for the release and spinning to it.
+  void idle(clock::time_point release, clock::time_point token_check, wake_checks checks);
+
+  /// The idle spin now and the timer advance now, for worker_stats.
+  [[nodiscard]] std::chrono::nanoseconds reported_idle_spin() const noexcept;
+  [[nodiscard]] std::chrono::nanoseconds reported_timer_advance() const noexcept;
+
+ private:
+  // How long to spin when going idle now (idle_spin_policy).
+  [[nodiscard]] std::chrono::nanoseconds idle_spin() const noexcept;
+  // Whether the adaptive advance is in use (and learns).
+  [[nodiscard]] bool learning_advance() const noexcept;
+  // How long before its release the next timed release wakes a parked worker.
+  [[nodiscard]] std::chrono::nanoseconds timer_lead() const noexcept;
+  // Spins from `woke` to the release `due`, when the worker woke for it
+  // early (at `wake` = due - timer_lead() or later), unless work shows up.
+  void spin_to(clock::time_point due, clock::time_point wake, clock::time_point woke,
+               const wake_checks& checks) noexcept;
+
+  const config cfg_;
+  worker_counters& counters_;
+  asio::io_context& io_;
+  doorbell bell_;
+  alarm alarm_;
+  wake_advance advance_;  // timer_wake::adaptive: learned from parked wake-ups
+  idle_window window_;    // spin_policy::adaptive: the idle spin now
+};
+
+}  // namespace urt::detail
