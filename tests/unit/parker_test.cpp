@@ -13,7 +13,6 @@
 #include "parker.hpp"
 #include "worker_counters.hpp"
 
-
 using urt::detail::parker;
 using urt::detail::worker_counters;
 
