@@ -21,6 +21,14 @@ task_node* rt_queue::pop() noexcept {
   return node;
 }
 
+task_node* rt_queue::pop_normal() noexcept {
+  rq_link* link = rq.peek_at(priority_normal);
+  if (link == nullptr) return nullptr;
+  task_node* node = task_node::from_rq(link);
+  remove(node);
+  return node;
+}
+
 task_node* rt_queue::first_pushable() const noexcept {
   rq_link* link = pushable.peek();
   return link != nullptr ? task_node::from_push(link) : nullptr;

@@ -36,6 +36,10 @@ struct alignas(64) rt_queue {
   /// the owner clears it at its next scheduling point and acts on it.
   bool lowered = false;
   [[nodiscard]] bool overloaded() const noexcept { return overload_top >= 0; }
+  /// The worker's FIFO budget is spent and FIFO work is held back
+  /// (bandwidth.hpp): it shows the top level, so that no FIFO task is
+  /// pushed, pulled or placed here meanwhile. Written by the owner.
+  bool fifo_held = false;
   /// Set (under the lock) when another worker moved a task in; the owner
   /// clears it at its next step. Read without the lock by the owner's
   /// idle spin (relaxed: it only decides when to take the lock and look).
@@ -58,7 +62,8 @@ struct alignas(64) rt_queue {
   /// Under the lock: the worker's current priority (running or queued),
   /// or level_invalid once stopped.
   [[nodiscard]] int current() const noexcept {
-    return running == cpupri::level_invalid ? running : std::max(running, rq.top_level());
+    if (running == cpupri::level_invalid) return running;
+    return fifo_held ? priority_max : std::max(running, rq.top_level());
   }
   /// Under the lock: queues `node` at the tail of its level, and on the
   /// pushable list when it is migratable.
@@ -67,6 +72,9 @@ struct alignas(64) rt_queue {
   void remove(task_node* node) noexcept;
   /// Under the lock: the most urgent task, unlinked, or nullptr.
   task_node* pop() noexcept;
+  /// Under the lock: the first normal-class (priority 0) task, unlinked,
+  /// or nullptr.
+  task_node* pop_normal() noexcept;
   /// Under the lock: the most urgent migratable task, still queued, or nullptr.
   [[nodiscard]] task_node* first_pushable() const noexcept;
 };

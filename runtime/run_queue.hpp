@@ -70,8 +70,17 @@ class run_queue {
     }
     return nullptr;
   }
+  /// Whether `level` holds an entry: one bit test.
+  [[nodiscard]] bool has(int level) const noexcept {
+    return (bitmap_[bit_of(level) / 64] >> (bit_of(level) % 64) & 1U) != 0;
+  }
+  /// The head of `level`, or nullptr when it is empty.
+  [[nodiscard]] rq_link* peek_at(int level) const noexcept {
+    return has(level) ? heads_[static_cast<std::size_t>(level)].next : nullptr;
+  }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  /// Entries at `level`: O(entries there), for tests and checks.
   [[nodiscard]] std::size_t size_at(int level) const noexcept;
 
  private:

@@ -35,7 +35,8 @@ worker::worker(runtime_shared& shared, unsigned id)
                 balancer::shared_parts{*shared.migrate, *shared.prio_map, *shared.overload,
                                        *shared.token, *shared.bells,
                                        static_cast<unsigned>(shared.topo->worker_count())},
-                q_, counters_) {
+                q_, counters_),
+      bandwidth_(shared.options->bandwidth, clock::now()) {
   __cds_wfcq_init(&inbox_head_, &inbox_tail_);
   __cds_wfcq_init(&splice_head_, &splice_tail_);
 }
@@ -120,6 +121,15 @@ task_node* worker::step(run_state seen) noexcept {
   if (seen != run_state::running && !series_ended_) end_periodic_series();
   if (seen == run_state::cancelling) cancel_queued();
   release_due();
+  // Hook before the pick: the FIFO budget may hold FIFO work back. Its
+  // hold shows in the level published below (rt_queue::fifo_held).
+  bandwidth::allow allow = bandwidth::allow::any;
+  if (bandwidth_.active()) {
+    const clock::time_point now = clock::now();
+    bandwidth_.tick(now);
+    allow = bandwidth_.decide(now, q_.rq.has(priority_normal));
+    q_.fifo_held = bandwidth_.holding();
+  }
   // Lowering: since the last step (the previous task is done), or since a
   // move took our queued top away (rt_queue::lowered).
   const bool lowered = q_.current() < before || std::exchange(q_.lowered, false);
@@ -134,9 +144,10 @@ task_node* worker::step(run_state seen) noexcept {
       q_.lock.lock();
     }
   }
-  // Hook: a mechanism that decides which queued task may run (a bandwidth
-  // budget) is consulted here, on the locked queue, before the pick.
-  task_node* node = q_.pop();
+  task_node* node = allow == bandwidth::allow::any ? q_.pop() : q_.pop_normal();
+  if (bandwidth_.active()) {
+    bandwidth_.picked(node != nullptr ? class_of_task(node->priority) : run_class::idle);
+  }
   if (node != nullptr) {
     // Unlinking `node` pulled in the new head; start fetching the one
     // after it, so a long queue costs overlapping misses, not serial ones.
@@ -174,6 +185,17 @@ bool worker::preempt_point() noexcept {
   // Between steps only a move out of our queue lowers us (rt_queue::lowered).
   const bool lowered = std::exchange(q_.lowered, false) && balancer_.acts_on_lowering();
   bool urgent = q_.rq.top_level() > q_.running;
+  if (bandwidth_.active() && (q_.fifo_held || q_.running > priority_normal)) {
+    // While FIFO is held back nothing queued is more urgent than the
+    // normal task running, until the period ends; a FIFO task that has
+    // spent the budget yields where the budget holds FIFO back.
+    bandwidth_.tick(clock::now());
+    if (q_.fifo_held) {
+      urgent = urgent && !bandwidth_.holding();
+    } else if (bandwidth_.would_hold(q_.rq.has(priority_normal))) {
+      urgent = true;
+    }
+  }
   const std::optional<std::uint64_t> push = balancer_.push_due();
   q_.lock.unlock();
   if (push) balancer_.push_tasks(*push);
@@ -400,8 +422,13 @@ void worker::idle(run_state seen) {
   const auto work = [this] { return work_pending(); };
   // Acquire: pairs with stop()'s store of the state.
   const auto state_changed = [&] { return shared_.state.load(std::memory_order_acquire) != seen; };
-  parker_.idle(first_timer != nullptr ? first_timer->release : clock::time_point::max(),
-               plan.token_check, parker::wake_checks{work, state_changed});
+  // Holding FIFO back with nothing else to run (strict): wake when the
+  // period ends and FIFO may run again.
+  const clock::time_point wake_at =
+      bandwidth_.active() && bandwidth_.holding() ? std::min(plan.token_check, bandwidth_.period_end())
+                                                 : plan.token_check;
+  parker_.idle(first_timer != nullptr ? first_timer->release : clock::time_point::max(), wake_at,
+               parker::wake_checks{work, state_changed});
 }
 
 std::uint64_t worker::load() const noexcept {
@@ -452,6 +479,15 @@ worker_stats worker::stats() const noexcept {
   s.timer_spin_ns = get(c.timer_spin_ns);
   s.idle_spin_ns = static_cast<std::uint64_t>(parker_.reported_idle_spin().count());
   s.timer_advance_ns = static_cast<std::uint64_t>(parker_.reported_timer_advance().count());
+  const bandwidth::counters& b = bandwidth_.stats();
+  s.fifo_ns = get(b.fifo_ns);
+  s.normal_ns = get(b.normal_ns);
+  s.idle_ns = get(b.idle_ns);
+  s.throttle_events = get(b.throttle_events);
+  s.throttled_ns = get(b.throttled_ns);
+  s.server_slices = get(b.server_slices);
+  s.overrun_ns = get(b.overrun_ns);
+  s.overrun_events = get(b.overrun_events);
   return s;
 }
 

@@ -4,9 +4,10 @@
 // policies around it are modules of their own that the step calls:
 //   - balancer (balancer.hpp): migration: pushes, pulls, the push token;
 //   - parker (parker.hpp): idling: spin, park on the doorbell, the alarm;
-//   - the next mechanisms (bandwidth, concurrency IDs) plug in the same
-//     way: a module with its own state, called from step() at the marked
-//     hooks (before a task is picked, after it ran), never new members here.
+//   - bandwidth (bandwidth.hpp): the FIFO budget, consulted before a pick;
+//   - the next mechanisms (concurrency IDs) plug in the same way: a module
+//     with its own state, called from step() at the marked hooks (before a
+//     task is picked, after it ran), never new members here.
 //
 // Concurrency:
 //   - submit_remote(), ring() and hand_token(): any thread, concurrently
@@ -34,6 +35,7 @@
 #include <thread>
 
 #include "balancer.hpp"
+#include "bandwidth.hpp"
 #include "parker.hpp"
 #include "rt_queue.hpp"
 #include "runtime_shared.hpp"
@@ -157,6 +159,7 @@ class worker {
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   parker parker_;
   balancer balancer_;
+  bandwidth bandwidth_;
   timer_queue timers_;
   bool series_ended_ = false;  // periodic series ended once stop() began
   __cds_wfcq_head splice_head_{};

@@ -81,6 +81,41 @@ enum class timer_wake_mode : unsigned char {
   adaptive,
 };
 
+/// What a worker does when its FIFO class (priorities 1..99) has spent its
+/// runtime in the current period (runtime_options::bandwidth).
+enum class throttle_mode : unsigned char {
+  /// No budget: FIFO work may starve normal work (priority 0) forever.
+  off,
+  /// When normal work waits on the worker, FIFO is held back until the
+  /// period ends (or the normal work runs out); with no normal work
+  /// waiting FIFO runs on. Normal work gets at least period - runtime of
+  /// every period in which it waits, and FIFO loses at most that much.
+  deferred,
+  /// FIFO stops on the worker until the period ends, even with nothing
+  /// else to run (classic RT throttling).
+  strict,
+};
+
+/// Each worker's budget for its FIFO class: at most `runtime` of FIFO time
+/// in every `period`, accounted by the worker itself (no global state).
+/// Tasks are cooperative: one picked inside the budget may run past it
+/// (counted as overrun in worker_stats).
+struct bandwidth_options {
+  throttle_mode mode = throttle_mode::deferred;
+  /// FIFO time per period: 0 <= runtime <= period.
+  std::chrono::nanoseconds runtime = std::chrono::microseconds{9500};
+  /// 0 < period <= max_period. 95% of a 10 ms period is the kernel's FIFO
+  /// share (sched_rt_runtime_us / sched_rt_period_us) on a period 100x
+  /// shorter: per-worker accounting costs nothing per period, and the
+  /// blackout of FIFO work is at most period - runtime (0.5 ms), where the
+  /// kernel's deferred server holds FIFO off for up to 50 ms.
+  std::chrono::nanoseconds period = std::chrono::milliseconds{10};
+
+  /// The longest period accepted (keeps the period arithmetic far from
+  /// overflow).
+  static constexpr std::chrono::nanoseconds max_period = std::chrono::hours{1};
+};
+
 /// Everything a runtime is built from. Aggregate: use designated initializers.
 struct runtime_options {
   /// Where the topology comes from (this machine by default).
@@ -121,6 +156,8 @@ struct runtime_options {
   int fifo_priority = 50;
   /// Lock all memory at start (avoid page faults in latency-critical tasks).
   memory_lock lock_memory = memory_lock::none;
+  /// Each worker's FIFO budget, so that normal work on it is not starved.
+  bandwidth_options bandwidth{};
   /// Called on the worker with the exception of a task that threw (inside
   /// it, this_task still describes the failed task). Empty: the runtime
   /// counts it and reports the first one per runtime on stderr. A throwing

@@ -34,6 +34,17 @@ struct worker_stats {
   /// Not a counter: how long it spins when it goes idle now (idle_spin, or
   /// the adapted spin with spin_policy::adaptive). total() keeps the largest.
   std::uint64_t idle_spin_ns = 0;
+  // The FIFO budget (runtime_options::bandwidth; all 0 when it is off):
+  // time by class as the worker accounted it at its scheduling points,
+  // which add up to the time it has been running.
+  std::uint64_t fifo_ns = 0;          ///< running FIFO tasks (priorities 1..99)
+  std::uint64_t normal_ns = 0;        ///< running normal tasks (priority 0)
+  std::uint64_t idle_ns = 0;          ///< running nothing
+  std::uint64_t throttle_events = 0;  ///< times FIFO was held back, its budget spent
+  std::uint64_t throttled_ns = 0;     ///< time FIFO was held back
+  std::uint64_t server_slices = 0;    ///< normal tasks run while FIFO was held back
+  std::uint64_t overrun_ns = 0;       ///< FIFO time past the budget by tasks started inside it
+  std::uint64_t overrun_events = 0;   ///< tasks that ran past the budget
 
   worker_stats& operator+=(const worker_stats& o) noexcept {
     accepted += o.accepted;
@@ -51,6 +62,14 @@ struct worker_stats {
     migrated_out += o.migrated_out;
     remote_locks += o.remote_locks;
     timer_spin_ns += o.timer_spin_ns;
+    fifo_ns += o.fifo_ns;
+    normal_ns += o.normal_ns;
+    idle_ns += o.idle_ns;
+    throttle_events += o.throttle_events;
+    throttled_ns += o.throttled_ns;
+    server_slices += o.server_slices;
+    overrun_ns += o.overrun_ns;
+    overrun_events += o.overrun_events;
     timer_advance_ns = timer_advance_ns > o.timer_advance_ns ? timer_advance_ns : o.timer_advance_ns;
     idle_spin_ns = idle_spin_ns > o.idle_spin_ns ? idle_spin_ns : o.idle_spin_ns;
     return *this;

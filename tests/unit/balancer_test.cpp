@@ -128,7 +128,7 @@ TEST_CASE("balancer: push_tasks moves every task a lower worker can take and rin
   }
 }
 
-TEST_CASE("balancer: a failed push waits for the top to change (push_ipi, pull); none retries") {
+TEST_CASE("balancer: a failed push waits for the top to change under push_ipi and pull but not none") {
   for (const migration_mode mode :
        {migration_mode::push_ipi, migration_mode::pull, migration_mode::none}) {
     CAPTURE(static_cast<int>(mode));
@@ -163,7 +163,7 @@ TEST_CASE("balancer: lowering in pull mode takes the more urgent task at once, r
   CHECK_FALSE(mc.overload.test(1));  // the puller is overloaded now, the source not
 }
 
-TEST_CASE("balancer: lowering in push_ipi mode sends the token; the holder pushes and forwards") {
+TEST_CASE("balancer: lowering in push_ipi mode sends the token and the holder pushes and forwards") {
   machine mc("core:3 pu:1", migration_mode::push_ipi);
   mc.run(1, 50);
   mc.enqueue(1, 40);

@@ -89,7 +89,7 @@ TEST_CASE("parker: timer_spin wakes early and spins to the release instead of pa
   CHECK(b.p.reported_timer_advance() == cfg.timer_spin);
 }
 
-TEST_CASE("parker: a token deadline ends the park; no spin without a release") {
+TEST_CASE("parker: a token deadline ends the park with no spin when no release is due") {
   bench_parker b(at_release());
   const auto check_at = urt::clock::now() + std::chrono::microseconds{300};
   b.idle(urt::clock::time_point::max(), check_at);
@@ -98,7 +98,7 @@ TEST_CASE("parker: a token deadline ends the park; no spin without a release") {
   CHECK(b.get(b.counters.timer_spin_ns) == 0);
 }
 
-TEST_CASE("parker: a ring from another thread ends the park; an awake parker is not rung") {
+TEST_CASE("parker: a ring from another thread ends the park and an awake parker is not rung") {
   bench_parker b(at_release());
   CHECK_FALSE(b.p.ring());  // not parking: no doorbell write
   std::atomic<bool> woke{false};
