@@ -1,0 +1,89 @@
+#include "bandwidth.hpp"
+
+#include <algorithm>
+
+#include "worker_counters.hpp"
+
+namespace urt::detail {
+namespace {
+
+std::uint64_t ns(clock::duration d) noexcept {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
+
+}  // namespace
+
+bandwidth::bandwidth(const bandwidth_options& opts, clock::time_point start) noexcept
+    : mode_(opts.mode),
+      runtime_(opts.runtime),
+      period_(opts.period),
+      period_start_(start),
+      last_(start) {}
+
+void bandwidth::tick(clock::time_point now) noexcept {
+  if (now <= last_) return;
+  charge(running_, now - last_);  // the totals take all of it
+  clock::duration in_period = now - last_;
+  if (const clock::time_point end = period_end(); now >= end) {
+    // The period is over: FIFO may run again, and the new period is the
+    // one `now` falls in (a long idle or a long task may span several; the
+    // options bound the period so that this cannot overflow). Only the
+    // part after its start counts against the new budget.
+    if (holding_) end_hold(end);
+    period_start_ = end + ((now - end) / period_) * period_;
+    fifo_used_ = clock::duration{0};
+    in_period = now - period_start_;
+    picked_in_budget_ = false;  // a task that spans periods overran the old one, not this
+  }
+  if (running_ == run_class::fifo) {
+    const clock::duration before = fifo_used_;
+    fifo_used_ += in_period;
+    if (picked_in_budget_ && fifo_used_ > runtime_) {
+      // Picked with budget left, it ran past it: the excess is overrun.
+      worker_counters::bump_relaxed(counters_.overrun_ns,
+                                    ns(fifo_used_ - std::max(before, runtime_)));
+      worker_counters::bump_relaxed(counters_.overrun_events);
+      picked_in_budget_ = false;  // one event per task
+    }
+  }
+  last_ = now;
+}
+
+void bandwidth::charge(run_class c, clock::duration d) noexcept {
+  switch (c) {
+    case run_class::fifo:
+      worker_counters::bump_relaxed(counters_.fifo_ns, ns(d));
+      break;
+    case run_class::normal:
+      worker_counters::bump_relaxed(counters_.normal_ns, ns(d));
+      break;
+    case run_class::idle:
+      worker_counters::bump_relaxed(counters_.idle_ns, ns(d));
+      break;
+  }
+}
+
+bandwidth::allow bandwidth::decide(clock::time_point now, bool normal_waiting) noexcept {
+  const bool hold = would_hold(normal_waiting);
+  if (hold && !holding_) {
+    holding_ = true;
+    held_since_ = now;
+    worker_counters::bump_relaxed(counters_.throttle_events);
+  } else if (!hold && holding_) {
+    end_hold(now);  // deferred: the normal work ran out before the period did
+  }
+  return holding_ ? allow::normal_only : allow::any;
+}
+
+void bandwidth::picked(run_class c) noexcept {
+  running_ = c;
+  picked_in_budget_ = c == run_class::fifo && fifo_used_ < runtime_;
+  if (c == run_class::normal && holding_) worker_counters::bump_relaxed(counters_.server_slices);
+}
+
+void bandwidth::end_hold(clock::time_point at) noexcept {
+  holding_ = false;
+  worker_counters::bump_relaxed(counters_.throttled_ns, ns(at - held_since_));
+}
+
+}  // namespace urt::detail

@@ -1,0 +1,249 @@
+// Tests of the FIFO budget inside a running runtime
+// (runtime_options::bandwidth): the share a starving normal class gets,
+// that deferred mode never idles FIFO work without a reason, that strict
+// mode does, that the accounted times add up, and exactly-once under
+// throttling in every migration mode. Shares are asserted from the
+// workers' own accounting, with generous tolerance; nothing asserts how
+// long anything took.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "urt/urt.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// One worker with half of every period for FIFO: easy to see. The period
+// is long next to the OS's time slices: the budget is accounted in wall
+// time, so a worker thread the OS preempts for longer than a period (as on
+// a loaded test machine) charges that time to whatever it was running.
+urt::runtime_options one_worker(urt::throttle_mode mode) {
+  urt::runtime_options o;
+  o.topology = urt::topology_source::synthetic("core:1 pu:1");
+  o.idle_spin = 5us;
+  o.bandwidth = {.mode = mode, .runtime = 20ms, .period = 40ms};
+  return o;
+}
+
+void spin_for(std::chrono::nanoseconds d) {
+  const auto until = urt::clock::now() + d;
+  while (urt::clock::now() < until) {
+  }
+}
+
+// A task that spins `slice` and spawns itself again until told to stop;
+// counts its runs.
+struct chain {
+  urt::runtime& rt;
+  urt::priority_t priority;
+  std::chrono::nanoseconds slice;
+  std::atomic<bool> stop{false};
+  std::atomic<int> runs{0};
+
+  void start() { rt.spawn({.priority = priority}, [this] { step(); }); }
+  void step() {
+    spin_for(slice);
+    runs.fetch_add(1);
+    runs.notify_all();
+    if (!stop.load()) start();
+  }
+  void wait_runs(int n) {
+    for (int seen = runs.load(); seen < n; seen = runs.load()) runs.wait(seen);
+  }
+};
+
+double share(std::uint64_t part, std::uint64_t whole) {
+  return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+}
+
+}  // namespace
+
+TEST_CASE("bandwidth_live: deferred gives a starving normal class its share next to a FIFO hog") {
+  urt::runtime rt(one_worker(urt::throttle_mode::deferred));
+  chain hog{rt, 50, 1ms};
+  chain normal{rt, urt::priority_normal, 500us};
+  normal.start();
+  hog.start();
+  // Both make progress over about ten periods: without the budget the
+  // normal chain would never run again once the hog started.
+  normal.wait_runs(400);
+  hog.wait_runs(200);
+  hog.stop = true;
+  normal.stop = true;
+  rt.stop();
+  const urt::worker_stats s = rt.stats().total();
+  const std::uint64_t busy = s.fifo_ns + s.normal_ns;
+  CAPTURE(s.fifo_ns);
+  CAPTURE(s.normal_ns);
+  CAPTURE(s.overrun_ns);
+  CAPTURE(s.throttle_events);
+  CHECK(share(s.normal_ns, busy) >= 0.35);  // configured: 0.5 while both wait
+  CHECK(share(s.fifo_ns, busy) >= 0.35);    // and FIFO keeps its budget
+  CHECK(s.throttle_events > 0);
+  CHECK(s.server_slices > 0);
+}
+
+TEST_CASE("bandwidth_live: deferred never holds a FIFO hog back when no normal work waits") {
+  urt::runtime rt(one_worker(urt::throttle_mode::deferred));
+  chain hog{rt, 50, 1ms};
+  hog.start();
+  hog.wait_runs(100);  // 100 ms of FIFO work: five budgets' worth
+  hog.stop = true;
+  rt.stop();
+  const urt::worker_stats s = rt.stats().total();
+  CHECK(s.throttle_events == 0);
+  CHECK(s.throttled_ns == 0);
+  CHECK(s.server_slices == 0);
+}
+
+TEST_CASE("bandwidth_live: strict holds a FIFO hog back even with nothing else to run") {
+  urt::runtime rt(one_worker(urt::throttle_mode::strict));
+  chain hog{rt, 50, 1ms};
+  hog.start();
+  hog.wait_runs(100);
+  hog.stop = true;
+  rt.stop();
+  const urt::worker_stats s = rt.stats().total();
+  CAPTURE(s.fifo_ns);
+  CAPTURE(s.idle_ns);
+  CHECK(s.throttle_events >= 2);
+  CHECK(share(s.idle_ns, s.fifo_ns + s.idle_ns) >= 0.3);  // configured: 0.5 while throttled
+}
+
+TEST_CASE("bandwidth_live: off accounts nothing") {
+  urt::runtime rt(one_worker(urt::throttle_mode::off));
+  chain hog{rt, 50, 20us};
+  hog.start();
+  hog.wait_runs(20);
+  hog.stop = true;
+  rt.stop();
+  const urt::worker_stats s = rt.stats().total();
+  CHECK(s.fifo_ns + s.normal_ns + s.idle_ns == 0);
+  CHECK(s.throttle_events == 0);
+}
+
+TEST_CASE("bandwidth_live: FIFO, normal and idle time add up to the worker's running time") {
+  const auto before = urt::clock::now();
+  std::uint64_t accounted = 0;
+  {
+    urt::runtime rt(one_worker(urt::throttle_mode::deferred));
+    chain hog{rt, 50, 1ms};
+    chain normal{rt, urt::priority_normal, 1ms};
+    normal.start();
+    hog.start();
+    hog.wait_runs(30);
+    normal.wait_runs(30);
+    hog.stop = true;
+    normal.stop = true;
+    std::this_thread::sleep_for(2ms);  // some idle time too
+    rt.stop();
+    const urt::worker_stats s = rt.stats().total();
+    accounted = s.fifo_ns + s.normal_ns + s.idle_ns;
+    CHECK(s.idle_ns > 0);
+  }
+  const auto elapsed = static_cast<std::uint64_t>((urt::clock::now() - before).count());
+  // Accounting runs from the worker's construction to its last scheduling
+  // point, both inside the elapsed interval.
+  CHECK(accounted <= elapsed);
+  CHECK(accounted >= elapsed / 2);
+}
+
+TEST_CASE("bandwidth_live: every task runs exactly once under throttling in every migration mode") {
+  for (const auto mode :
+       {urt::migration_mode::push_ipi, urt::migration_mode::pull, urt::migration_mode::none}) {
+    for (const auto throttle : {urt::throttle_mode::deferred, urt::throttle_mode::strict}) {
+      CAPTURE(static_cast<int>(mode));
+      CAPTURE(static_cast<int>(throttle));
+      urt::runtime_options o;
+      o.topology = urt::topology_source::synthetic("l3:2 core:2 pu:1");
+      o.idle_spin = 5us;
+      o.migration = mode;
+      o.bandwidth = {.mode = throttle, .runtime = 300us, .period = 1ms};
+      constexpr int per_thread = 1500;
+      constexpr int threads = 4;
+      // Each external task may spawn one child: ids [0, n) and [n, 2n).
+      constexpr int n = per_thread * threads;
+      std::vector<std::atomic<int>> ran(2 * n);
+      std::vector<char> has_child(n, 0);  // written before the spawn, read after stop()
+      {
+        urt::runtime rt(o);
+        std::vector<std::thread> spawners;
+        for (int t = 0; t < threads; ++t) {
+          spawners.emplace_back([&, t] {
+            std::mt19937 rng(static_cast<unsigned>(t));
+            for (int i = 0; i < per_thread; ++i) {
+              const int id = t * per_thread + i;
+              const int prio = static_cast<int>(rng() % 100);
+              const bool child = rng() % 4 == 0;
+              has_child[static_cast<std::size_t>(id)] = child ? 1 : 0;
+              rt.spawn({.priority = prio}, [&, id, prio, child] {
+                spin_for(std::chrono::microseconds{id % 7});
+                ran[static_cast<std::size_t>(id)].fetch_add(1);
+                if (child) {
+                  rt.spawn({.priority = (prio * 7) % 100},
+                           [&, id] { ran[static_cast<std::size_t>(n + id)].fetch_add(1); });
+                }
+              });
+            }
+          });
+        }
+        for (auto& s : spawners) s.join();
+        rt.stop();
+        const urt::worker_stats total = rt.stats().total();
+        CHECK(total.completed == total.accepted);
+        CHECK(total.cancelled == 0);
+      }
+      int wrong = 0;
+      int children = 0;
+      for (std::size_t id = 0; id < static_cast<std::size_t>(n); ++id) {
+        if (ran[id].load() != 1) ++wrong;                  // each task exactly once
+        if (ran[n + id].load() != has_child[id]) ++wrong;  // each child exactly once
+        children += has_child[id];
+      }
+      CHECK(wrong == 0);
+      CHECK(children > 0);
+    }
+  }
+}
+
+TEST_CASE("bandwidth_live: bad bandwidth options are rejected naming the field and the value") {
+  const auto message = [](urt::bandwidth_options b) -> std::string {
+    urt::runtime_options o = one_worker(urt::throttle_mode::deferred);
+    o.bandwidth = b;
+    try {
+      o.validate();
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "<accepted>";
+  };
+  using urt::throttle_mode;
+  CHECK(message({.mode = throttle_mode::strict, .runtime = 5ms, .period = 4ms}) ==
+        "runtime_options.bandwidth.runtime: 5000000ns exceeds the period of 4000000ns");
+  CHECK(message({.mode = throttle_mode::strict, .runtime = 0ms, .period = 0ms}) ==
+        "runtime_options.bandwidth.period: 0ns is not positive");
+  CHECK(message({.mode = throttle_mode::strict, .runtime = 0ms, .period = -1ms}) ==
+        "runtime_options.bandwidth.period: -1000000ns is not positive");
+  CHECK(message({.mode = throttle_mode::deferred, .runtime = -1ns, .period = 4ms}) ==
+        "runtime_options.bandwidth.runtime: -1ns is negative");
+  CHECK(message({.mode = throttle_mode::deferred,
+                 .runtime = 1ms,
+                 .period = std::chrono::nanoseconds::max()}) ==
+        "runtime_options.bandwidth.period: 9223372036854775807ns exceeds the maximum of "
+        "3600000000000ns");
+  CHECK(message({.mode = static_cast<throttle_mode>(7), .runtime = 1ms, .period = 4ms}) ==
+        "runtime_options.bandwidth.mode: value 7 is not a throttle_mode");
+  // The edges are accepted: no FIFO budget at all, and all of the period.
+  CHECK(message({.mode = throttle_mode::strict, .runtime = 0ms, .period = 4ms}) == "<accepted>");
+  CHECK(message({.mode = throttle_mode::strict, .runtime = 4ms, .period = 4ms}) == "<accepted>");
+}

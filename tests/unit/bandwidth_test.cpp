@@ -1,0 +1,152 @@
+// Tests of a worker's FIFO budget (runtime/bandwidth.*), driven with
+// made-up time points: a simulated worker picks tasks as worker::step()
+// does, and the tests check the shares each class gets over many periods,
+// the hold and its end, overrun accounting and that the totals reconcile.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdint>
+
+#include "bandwidth.hpp"
+
+using urt::bandwidth_options;
+using urt::throttle_mode;
+using urt::detail::bandwidth;
+using urt::detail::run_class;
+using namespace std::chrono_literals;
+
+namespace {
+
+using tp = urt::clock::time_point;
+const tp t0 = tp{} + 1h;
+
+// One worker that always has FIFO work and, when `normal` says so, normal
+// work; every task runs `slice`. Returns the time each class ran.
+struct simulation {
+  bandwidth bw;
+  tp now = t0;
+  std::chrono::nanoseconds fifo{0}, normal{0}, idle{0};
+
+  explicit simulation(bandwidth_options o) : bw(o, t0) {}
+
+  // One scheduling point: pick, then run the pick for `slice`.
+  void step(bool fifo_waiting, bool normal_waiting, std::chrono::nanoseconds slice) {
+    bw.tick(now);
+    const auto allow = bw.decide(now, normal_waiting);
+    run_class pick = run_class::idle;
+    if (allow == bandwidth::allow::any && fifo_waiting) {
+      pick = run_class::fifo;
+    } else if (normal_waiting) {
+      pick = run_class::normal;
+    }
+    bw.picked(pick);
+    (pick == run_class::fifo ? fifo : pick == run_class::normal ? normal : idle) += slice;
+    now += slice;
+  }
+};
+
+std::uint64_t get(const std::atomic<std::uint64_t>& c) { return c.load(); }
+
+}  // namespace
+
+TEST_CASE("bandwidth: deferred gives starving normal work its share of every period") {
+  simulation s({.mode = throttle_mode::deferred, .runtime = 9500us, .period = 10ms});
+  // Ten periods in windows of one: normal gets >= 0.5 ms of each 10 ms.
+  for (int period = 0; period < 10; ++period) {
+    const auto normal_before = s.normal;
+    while (s.now < t0 + (period + 1) * 10ms) s.step(true, true, 100us);
+    CAPTURE(period);
+    CHECK(s.normal - normal_before >= 500us);
+    CHECK(s.normal - normal_before <= 600us);  // the hold ends with the period
+  }
+  s.bw.tick(s.now);  // the last period's hold is accounted once its end is seen
+  CHECK(get(s.bw.stats().throttle_events) == 10);
+  CHECK(get(s.bw.stats().server_slices) == 50);  // 0.5 ms of 100 us slices per period
+  CHECK(get(s.bw.stats().throttled_ns) == 10 * 500'000);
+  CHECK(get(s.bw.stats().overrun_events) == 0);  // slices divide the budget exactly
+}
+
+TEST_CASE("bandwidth: deferred with no normal work never holds FIFO back") {
+  simulation s({.mode = throttle_mode::deferred, .runtime = 9500us, .period = 10ms});
+  while (s.now < t0 + 100ms) s.step(true, false, 100us);
+  CHECK(s.fifo == 100ms);
+  CHECK(get(s.bw.stats().throttle_events) == 0);
+  CHECK(get(s.bw.stats().throttled_ns) == 0);
+}
+
+TEST_CASE("bandwidth: strict holds FIFO back at exhaustion even with nothing else to run") {
+  simulation s({.mode = throttle_mode::strict, .runtime = 9500us, .period = 10ms});
+  while (s.now < t0 + 100ms) s.step(true, false, 100us);
+  s.bw.tick(s.now);
+  CHECK(s.fifo == 95ms);
+  CHECK(s.idle == 5ms);
+  CHECK(get(s.bw.stats().throttle_events) == 10);
+  CHECK(get(s.bw.stats().idle_ns) == 5'000'000);
+}
+
+TEST_CASE("bandwidth: in deferred mode the hold ends when normal work runs out") {
+  simulation s({.mode = throttle_mode::deferred, .runtime = 9500us, .period = 10ms});
+  while (s.now < t0 + 9500us) s.step(true, false, 100us);
+  s.step(true, true, 100us);  // exhausted, normal waits: it runs
+  CHECK(s.bw.holding());
+  s.step(true, false, 100us);  // normal ran out: FIFO resumes inside the period
+  CHECK_FALSE(s.bw.holding());
+  CHECK(s.fifo == 9600us);
+  CHECK(get(s.bw.stats().throttled_ns) == 100'000);
+}
+
+TEST_CASE("bandwidth: a task picked inside the budget that runs past it is counted as overrun") {
+  bandwidth bw({.mode = throttle_mode::deferred, .runtime = 1ms, .period = 10ms}, t0);
+  bw.tick(t0);
+  CHECK(bw.decide(t0, true) == bandwidth::allow::any);
+  bw.picked(run_class::fifo);
+  bw.tick(t0 + 3ms);  // ran 3 ms on a 1 ms budget
+  CHECK(get(bw.stats().overrun_events) == 1);
+  CHECK(get(bw.stats().overrun_ns) == 2'000'000);
+  CHECK(bw.decide(t0 + 3ms, true) == bandwidth::allow::normal_only);
+  bw.picked(run_class::normal);
+  // A FIFO pick after exhaustion (no normal work: deferred lets it run) is
+  // not an overrun.
+  bw.tick(t0 + 4ms);
+  CHECK(bw.decide(t0 + 4ms, false) == bandwidth::allow::any);
+  bw.picked(run_class::fifo);
+  bw.tick(t0 + 5ms);
+  CHECK(get(bw.stats().overrun_events) == 1);
+}
+
+TEST_CASE("bandwidth: a long idle or a long task rolls over many periods at once") {
+  bandwidth bw({.mode = throttle_mode::strict, .runtime = 1ms, .period = 10ms}, t0);
+  bw.tick(t0);
+  bw.decide(t0, false);
+  bw.picked(run_class::fifo);
+  bw.tick(t0 + 2ms);
+  CHECK(bw.decide(t0 + 2ms, false) == bandwidth::allow::normal_only);  // strict: held
+  bw.picked(run_class::idle);
+  bw.tick(t0 + 10s + 3ms);  // idle for a thousand periods
+  CHECK(bw.period_end() == t0 + 10s + 10ms);
+  CHECK(bw.fifo_used() == 0ns);
+  CHECK(bw.decide(t0 + 10s + 3ms, false) == bandwidth::allow::any);
+  bw.picked(run_class::fifo);
+  bw.tick(t0 + 20s + 5ms);  // a task spanning periods: only the new period's part counts
+  CHECK(bw.fifo_used() == 5ms);
+  CHECK(bw.period_end() == t0 + 20s + 10ms);
+}
+
+TEST_CASE("bandwidth: FIFO, normal and idle time add up to the time accounted") {
+  for (const auto mode : {throttle_mode::deferred, throttle_mode::strict}) {
+    CAPTURE(static_cast<int>(mode));
+    simulation s({.mode = mode, .runtime = 3ms, .period = 7ms});
+    std::uint32_t x = 12345;
+    for (int i = 0; i < 20000; ++i) {
+      x = x * 1664525u + 1013904223u;  // a fixed pseudo-random mix of loads
+      s.step((x >> 8) % 3 != 0, (x >> 12) % 2 == 0, std::chrono::microseconds{1 + (x >> 16) % 900});
+    }
+    s.bw.tick(s.now);
+    const auto& c = s.bw.stats();
+    CHECK(get(c.fifo_ns) == static_cast<std::uint64_t>(s.fifo.count()));
+    CHECK(get(c.normal_ns) == static_cast<std::uint64_t>(s.normal.count()));
+    CHECK(get(c.idle_ns) == static_cast<std::uint64_t>(s.idle.count()));
+    CHECK(get(c.fifo_ns) + get(c.normal_ns) + get(c.idle_ns) ==
+          static_cast<std::uint64_t>((s.now - t0).count()));
+  }
+}
