@@ -24,6 +24,7 @@ if(NOT TARGET urt::asio)
   set_target_properties(urt::asio PROPERTIES
     INTERFACE_INCLUDE_DIRECTORIES "${URT_ASIO_INCLUDE_DIR}"
     # Every translation unit that sees Asio types through urt must agree on
-    # these, or consumers get mismatched executor types (DEPENDENCIES.md).
+    # these, or consumers get mismatched executor types (DESIGN.md,
+    # "Dependencies and their traps").
     INTERFACE_COMPILE_DEFINITIONS "ASIO_STANDALONE;ASIO_NO_DEPRECATED;ASIO_NO_TS_EXECUTORS")
 endif()

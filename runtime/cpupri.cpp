@@ -119,7 +119,10 @@ void cpupri::publish(unsigned worker, int slot, bool on) noexcept {
   const std::size_t at = s.base + static_cast<std::size_t>(slot) * s.lines;
   std::atomic<std::uint64_t>& word = lines_[at + local / line_bits].words[(local % line_bits) / 64];
   const std::uint64_t bit = std::uint64_t{1} << (local % 64);
-  // Shared words: a locked RMW. Release pairs as above.
+  // Shared words (other workers' bits live in them too): a locked RMW.
+  // Release: pairs with the acquire load in member() and the acquire fence
+  // in group_bits(); set_bits() relies on it so that a reader who sees the
+  // retraction of the old level also sees the publication of the new one.
   if (on) {
     word.fetch_or(bit, std::memory_order_release);
   } else {
@@ -157,6 +160,8 @@ std::uint64_t cpupri::chunk_bits(int slot, const chunk& c, const worker_set* aff
   const unsigned local = c.first - s.workers.first;
   const std::size_t at = s.base + static_cast<std::size_t>(slot) * s.lines;
   const auto word = [&](unsigned i) {
+    // Relaxed: the acquire fence in group_bits() after these loads pairs
+    // with the release RMWs in publish().
     return lines_[at + i / (line_bits / 64)].words[i % (line_bits / 64)].load(
         std::memory_order_relaxed);
   };
@@ -183,7 +188,7 @@ bool cpupri::group_bits(int slot, const group& g, const worker_set* affinity,
       any |= bits;
     }
   }
-  // Acquire: pairs with the release stores in publish(), so a retraction
+  // Acquire: pairs with the release RMWs in publish(), so a retraction
   // seen at this level implies the publication of the level it moved to.
   std::atomic_thread_fence(std::memory_order_acquire);
   return any != 0;
