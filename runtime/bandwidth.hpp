@@ -4,9 +4,10 @@
 // throttling and its 6.12 deferred fair server, per worker).
 //
 // The worker accounts for itself, at its own scheduling points: tick()
-// charges the time since the last scheduling point to the class it picked
-// then (FIFO, normal, or idle) and rolls its period lazily when a point
-// finds it over; decide() says whether the next pick may take FIFO work.
+// charges the time since the last look to the class it picked then (FIFO,
+// normal, or idle) and rolls its period lazily when a point finds it over;
+// decide() says whether the next pick may take FIFO work. must_look() skips
+// both (and the clock read) where the budget cannot change the pick.
 // No timer thread, no lock, nothing shared written: a unit test drives it
 // with made-up time points.
 //
@@ -22,7 +23,7 @@
 // FIFO task is pushed or placed here, and its queued FIFO tasks can be
 // pushed to workers that may run them (rt_queue::fifo_held).
 //
-// Time is wall time between scheduling points (one clock read per step):
+// Time is wall time between scheduling points (at most one clock read per step):
 // time the OS takes the worker's CPU away is charged to whatever the worker
 // was running. On the isolated CPUs urt is built for the two agree; the
 // thread's CPU time would cost a system call per step.
@@ -77,6 +78,18 @@ class bandwidth {
   /// worker never calls the members below and pays no clock read.
   [[nodiscard]] bool active() const noexcept { return mode_ != throttle_mode::off; }
 
+  /// Owner, at a scheduling point, before reading the clock: whether this
+  /// point needs tick() and decide(), given the class the pick would take
+  /// without a budget (`next`) and whether normal work waits. Not when the
+  /// worker goes on in the class it runs and the budget cannot hold it
+  /// back: FIFO after FIFO under deferred with no normal work waiting, or
+  /// normal after normal. The time is charged at the next point that looks
+  /// (the class did not change meanwhile), so the totals stay exact and a
+  /// stream of FIFO tasks with no normal work pays no clock read per task.
+  [[nodiscard]] bool must_look(run_class next, bool normal_waiting) const noexcept {
+    if (holding_ || next != running_) return true;
+    return next == run_class::fifo && (mode_ == throttle_mode::strict || normal_waiting);
+  }
   /// Owner, at a scheduling point (`now` never goes backwards): charges the
   /// time since the last one to what was picked then, rolling the period
   /// when it is over.

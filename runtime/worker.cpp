@@ -124,11 +124,20 @@ task_node* worker::step(run_state seen) noexcept {
   // Hook before the pick: the FIFO budget may hold FIFO work back. Its
   // hold shows in the level published below (rt_queue::fifo_held).
   bandwidth::allow allow = bandwidth::allow::any;
+  bool looked = false;
   if (bandwidth_.active()) {
-    const clock::time_point now = clock::now();
-    bandwidth_.tick(now);
-    allow = bandwidth_.decide(now, q_.rq.has(priority_normal));
-    q_.fifo_held = bandwidth_.holding();
+    const bool normal_waiting = q_.rq.has(priority_normal);
+    const int top = q_.rq.top_level();
+    const run_class next = top > priority_normal   ? run_class::fifo
+                           : top == priority_normal ? run_class::normal
+                                                    : run_class::idle;
+    if (bandwidth_.must_look(next, normal_waiting)) {
+      const clock::time_point now = clock::now();
+      bandwidth_.tick(now);
+      allow = bandwidth_.decide(now, normal_waiting);
+      q_.fifo_held = bandwidth_.holding();
+      looked = true;
+    }
   }
   // Lowering: since the last step (the previous task is done), or since a
   // move took our queued top away (rt_queue::lowered).
@@ -145,9 +154,7 @@ task_node* worker::step(run_state seen) noexcept {
     }
   }
   task_node* node = allow == bandwidth::allow::any ? q_.pop() : q_.pop_normal();
-  if (bandwidth_.active()) {
-    bandwidth_.picked(node != nullptr ? class_of_task(node->priority) : run_class::idle);
-  }
+  if (looked) bandwidth_.picked(node != nullptr ? class_of_task(node->priority) : run_class::idle);
   if (node != nullptr) {
     // Unlinking `node` pulled in the new head; start fetching the one
     // after it, so a long queue costs overlapping misses, not serial ones.
@@ -185,7 +192,9 @@ bool worker::preempt_point() noexcept {
   // Between steps only a move out of our queue lowers us (rt_queue::lowered).
   const bool lowered = std::exchange(q_.lowered, false) && balancer_.acts_on_lowering();
   bool urgent = q_.rq.top_level() > q_.running;
-  if (bandwidth_.active() && (q_.fifo_held || q_.running > priority_normal)) {
+  if (bandwidth_.active() &&
+      (q_.fifo_held || (q_.running > priority_normal &&
+                        bandwidth_.must_look(run_class::fifo, q_.rq.has(priority_normal))))) {
     // While FIFO is held back nothing queued is more urgent than the
     // normal task running, until the period ends; a FIFO task that has
     // spent the budget yields where the budget holds FIFO back.
