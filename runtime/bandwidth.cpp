@@ -20,6 +20,18 @@ bandwidth::bandwidth(const bandwidth_options& opts, clock::time_point start) noe
       period_start_(start),
       last_(start) {}
 
+void bandwidth::configure(const bandwidth_options& opts, clock::time_point now) noexcept {
+  if (active()) tick(now);
+  if (holding_) end_hold(std::max(now, held_since_));
+  mode_ = opts.mode;
+  runtime_ = opts.runtime;
+  period_ = opts.period;
+  period_start_ = std::max(now, last_);
+  last_ = period_start_;
+  fifo_used_ = clock::duration{0};
+  picked_in_budget_ = false;
+}
+
 void bandwidth::tick(clock::time_point now) noexcept {
   if (now <= last_) return;
   charge(running_, now - last_);  // the totals take all of it

@@ -74,6 +74,11 @@ class bandwidth {
   /// A budget per `opts` (validated), its first period starting at `start`.
   bandwidth(const bandwidth_options& opts, clock::time_point start) noexcept;
 
+  /// Owner, at a scheduling point: new parameters (validated) from now on.
+  /// The time so far is charged under the old ones; a hold ends, and a new
+  /// period starts at `now`, so a change takes effect within one period.
+  void configure(const bandwidth_options& opts, clock::time_point now) noexcept;
+
   /// Whether the budget is enforced at all (mode != off); when not, the
   /// worker never calls the members below and pays no clock read.
   [[nodiscard]] bool active() const noexcept { return mode_ != throttle_mode::off; }

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "bandwidth_table.hpp"
+
 namespace urt {
 namespace {
 
@@ -59,22 +61,7 @@ void runtime_options::validate() const {
              {migration_mode::push_ipi, migration_mode::pull, migration_mode::none});
   if (ipi_timeout.count() <= 0) bad_option("ipi_timeout", ns_text(ipi_timeout) + " is not positive");
   check_enum("lock_memory", lock_memory, "memory_lock", {memory_lock::none, memory_lock::all});
-  check_enum("bandwidth.mode", bandwidth.mode, "throttle_mode",
-             {throttle_mode::off, throttle_mode::deferred, throttle_mode::strict});
-  if (bandwidth.period.count() <= 0) {
-    bad_option("bandwidth.period", ns_text(bandwidth.period) + " is not positive");
-  }
-  if (bandwidth.period > bandwidth_options::max_period) {
-    bad_option("bandwidth.period", ns_text(bandwidth.period) + " exceeds the maximum of " +
-                                       ns_text(bandwidth_options::max_period));
-  }
-  if (bandwidth.runtime.count() < 0) {
-    bad_option("bandwidth.runtime", ns_text(bandwidth.runtime) + " is negative");
-  }
-  if (bandwidth.runtime > bandwidth.period) {
-    bad_option("bandwidth.runtime", ns_text(bandwidth.runtime) + " exceeds the period of " +
-                                        ns_text(bandwidth.period));
-  }
+  detail::validate_bandwidth(bandwidth, "runtime_options.bandwidth");
 }
 
 }  // namespace urt

@@ -11,6 +11,7 @@
 #include <system_error>
 #include <vector>
 
+#include "bandwidth_table.hpp"
 #include "migrator.hpp"
 #include "node_pool.hpp"
 #include "placement.hpp"
@@ -63,6 +64,8 @@ struct runtime::impl {
   std::unique_ptr<detail::cpupri> prio_map;
   std::unique_ptr<detail::overload_mask> overload;
   detail::push_token token;
+  // Outlives the workers, which read it until they exit.
+  std::unique_ptr<detail::bandwidth_table> bandwidth_params;
   detail::runtime_shared shared;
   std::vector<std::unique_ptr<worker>> workers;
   worker_bells bells{workers};
@@ -101,6 +104,7 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
   }
   prio_map = std::make_unique<detail::cpupri>(options.cpupri, topo.workers());
   overload = std::make_unique<detail::overload_mask>(topo.workers());
+  bandwidth_params = std::make_unique<detail::bandwidth_table>(options.bandwidth);
   queues.assign(n, nullptr);
   migrate = std::make_unique<detail::migrator>(queues, *prio_map, *overload);
   shared.options = &options;
@@ -110,6 +114,7 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
   shared.migrate = migrate.get();
   shared.token = &token;
   shared.bells = &bells;
+  shared.bandwidth_params = bandwidth_params.get();
   shared.owner = this;
 
   workers.reserve(n);
@@ -328,6 +333,14 @@ std::size_t runtime::stop(stop_mode mode) {
   std::size_t cancelled = 0;
   for (auto& w : impl_->workers) cancelled += w->stats().cancelled;
   return cancelled;
+}
+
+void runtime::set_bandwidth(const bandwidth_options& opts) {
+  detail::validate_bandwidth(opts, "runtime::set_bandwidth: bandwidth");
+  if (impl_->shared.state.load(std::memory_order_acquire) != run_state::running) {
+    throw runtime_stopped("runtime::set_bandwidth: the runtime is stopped or stopping");
+  }
+  impl_->bandwidth_params->publish(opts);
 }
 
 std::size_t runtime::worker_count() const noexcept { return impl_->workers.size(); }

@@ -20,6 +20,7 @@ class overload_mask;
 class migrator;
 class push_token;
 class peer_bells;
+class bandwidth_table;
 
 /// Lifecycle of a runtime as the workers see it. Transitions only forward:
 /// running -> draining | cancelling -> stopped.
@@ -42,6 +43,7 @@ struct runtime_shared {
   migrator* migrate = nullptr;
   push_token* token = nullptr;
   peer_bells* bells = nullptr;  // whom a push or a token hop rings, by worker id
+  bandwidth_table* bandwidth_params = nullptr;  // live bandwidth parameters (QSBR)
   const void* owner = nullptr;  // identifies the runtime for worker::current_in()
 };
 

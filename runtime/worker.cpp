@@ -11,9 +11,11 @@
 #include <string>
 #include <system_error>
 
+#include "bandwidth_table.hpp"
 #include "current.hpp"
 #include "migrator.hpp"
 #include "node_pool.hpp"
+#include "qsbr.hpp"
 
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
@@ -67,11 +69,14 @@ void worker::main(startup& st) {
   st.done.count_down();  // `st` may be gone after this
   current.self = this;
   current.owner = shared_.owner;
+  qsbr::register_thread();
+  shared_.bandwidth_params->adopt_call_rcu_thread();
   parker_.arm();
   q_.lock.lock();
   shared_.migrate->publish(id_);  // idle: routable from now on
   q_.lock.unlock();
   loop();
+  qsbr::unregister_thread();
   parker_.disarm();
   work_.reset();
   io_.poll();  // completes the cancelled wait so its handler memory is freed
@@ -125,6 +130,14 @@ task_node* worker::step(run_state seen) noexcept {
   // hold shows in the level published below (rt_queue::fifo_held).
   bandwidth::allow allow = bandwidth::allow::any;
   bool looked = false;
+  // QSBR: the previous step's parameter block is no longer in use.
+  qsbr::quiescent();
+  if (const bandwidth_table::block* p = shared_.bandwidth_params->read();
+      p->version != bandwidth_version_) {
+    bandwidth_.configure(p->runtime_wide, clock::now());  // set_bandwidth() was called
+    bandwidth_version_ = p->version;
+    q_.fifo_held = false;  // a new configuration starts with FIFO allowed
+  }
   if (bandwidth_.active()) {
     const bool normal_waiting = q_.rq.has(priority_normal);
     const int top = q_.rq.top_level();
@@ -436,8 +449,10 @@ void worker::idle(run_state seen) {
   const clock::time_point wake_at =
       bandwidth_.active() && bandwidth_.holding() ? std::min(plan.token_check, bandwidth_.period_end())
                                                  : plan.token_check;
+  qsbr::offline();  // a parked online thread would stall every grace period
   parker_.idle(first_timer != nullptr ? first_timer->release : clock::time_point::max(), wake_at,
                parker::wake_checks{work, state_changed});
+  qsbr::online();
 }
 
 std::uint64_t worker::load() const noexcept {

@@ -160,6 +160,7 @@ class worker {
   parker parker_;
   balancer balancer_;
   bandwidth bandwidth_;
+  std::uint64_t bandwidth_version_ = 0;  // the parameter block bandwidth_ follows
   timer_queue timers_;
   bool series_ended_ = false;  // periodic series ended once stop() began
   __cds_wfcq_head splice_head_{};

@@ -112,6 +112,13 @@ class runtime {
   /// Throws std::logic_error when called from inside one of its tasks.
   std::size_t stop(stop_mode mode = stop_mode::drain);
 
+  /// Changes every worker's FIFO budget (runtime_options::bandwidth) while
+  /// the runtime runs; any thread. Each worker takes it at its next
+  /// scheduling point and starts a new period there, so it holds within one
+  /// period. Throws std::invalid_argument naming the bad field and value,
+  /// runtime_stopped once stop() has begun.
+  void set_bandwidth(const bandwidth_options& opts);
+
   /// Number of workers (fixed for the runtime's life).
   [[nodiscard]] std::size_t worker_count() const noexcept;
   /// The loaded topology and the place of every worker.

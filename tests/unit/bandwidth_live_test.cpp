@@ -247,3 +247,41 @@ TEST_CASE("bandwidth_live: bad bandwidth options are rejected naming the field a
   CHECK(message({.mode = throttle_mode::strict, .runtime = 0ms, .period = 4ms}) == "<accepted>");
   CHECK(message({.mode = throttle_mode::strict, .runtime = 4ms, .period = 4ms}) == "<accepted>");
 }
+
+TEST_CASE("bandwidth_live: set_bandwidth takes effect within one period") {
+  urt::runtime rt(one_worker(urt::throttle_mode::off));
+  chain hog{rt, 50, 1ms};
+  hog.start();
+  hog.wait_runs(10);
+  CHECK(rt.stats().total().throttle_events == 0);
+  const int at_change = hog.runs.load();
+  // 20 ms of FIFO per 40 ms, strict: the hog holds at most 21 slices later
+  // (its budget, plus the slice running when the change came), and then
+  // stays held for the rest of the period, so the test sees it held.
+  rt.set_bandwidth({.mode = urt::throttle_mode::strict, .runtime = 20ms, .period = 40ms});
+  while (rt.stats().total().throttle_events == 0) std::this_thread::yield();
+  const int at_hold = hog.runs.load();
+  CAPTURE(at_change);
+  CAPTURE(at_hold);
+  CHECK(at_hold - at_change <= 22);
+  // And back: with the budget off the hog is never held again.
+  rt.set_bandwidth({.mode = urt::throttle_mode::off});
+  hog.wait_runs(at_hold + 40);
+  const std::uint64_t holds = rt.stats().total().throttle_events;
+  hog.wait_runs(at_hold + 80);
+  CHECK(rt.stats().total().throttle_events == holds);
+  hog.stop = true;
+  rt.stop();
+  CHECK_THROWS_AS(rt.set_bandwidth({}), urt::runtime_stopped);
+}
+
+TEST_CASE("bandwidth_live: set_bandwidth rejects bad parameters and changes nothing") {
+  urt::runtime rt(one_worker(urt::throttle_mode::deferred));
+  std::string what;
+  try {
+    rt.set_bandwidth({.mode = urt::throttle_mode::strict, .runtime = 5ms, .period = 0ms});
+  } catch (const std::invalid_argument& e) {
+    what = e.what();
+  }
+  CHECK(what == "runtime::set_bandwidth: bandwidth.period: 0ns is not positive");
+}

@@ -1,0 +1,118 @@
+#include "bandwidth_table.hpp"
+
+#include "qsbr.hpp"
+
+#include <urcu/urcu-qsbr.h>
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
+
+namespace urt::detail {
+namespace {
+
+// A published block and the rcu_head that retires it. The head comes first
+// in the allocation so that the callback finds the whole thing.
+struct node {
+  rcu_head head{};
+  bandwidth_table::block value;
+};
+
+node* node_of(const bandwidth_table::block* b) noexcept {
+  return reinterpret_cast<node*>(reinterpret_cast<char*>(const_cast<bandwidth_table::block*>(b)) -
+                                 offsetof(node, value));
+}
+
+void free_node(rcu_head* head) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  // TSAN cannot see QSBR's grace period: the readers' quiescent states
+  // release this address (qsbr.hpp), the free acquires it.
+  __tsan_acquire(&qsbr::tsan_grace);
+#endif
+  delete reinterpret_cast<node*>(head);
+}
+
+std::string ns_text(std::chrono::nanoseconds d) { return std::to_string(d.count()) + "ns"; }
+
+}  // namespace
+
+void validate_bandwidth(const bandwidth_options& b, const char* prefix) {
+  const auto bad = [&](const char* field, const std::string& why) {
+    throw std::invalid_argument(std::string(prefix) + "." + field + ": " + why);
+  };
+  if (b.mode != throttle_mode::off && b.mode != throttle_mode::deferred &&
+      b.mode != throttle_mode::strict) {
+    bad("mode", "value " + std::to_string(static_cast<int>(b.mode)) + " is not a throttle_mode");
+  }
+  if (b.period.count() <= 0) bad("period", ns_text(b.period) + " is not positive");
+  if (b.period > bandwidth_options::max_period) {
+    bad("period",
+        ns_text(b.period) + " exceeds the maximum of " + ns_text(bandwidth_options::max_period));
+  }
+  if (b.runtime.count() < 0) bad("runtime", ns_text(b.runtime) + " is negative");
+  if (b.runtime > b.period) {
+    bad("runtime", ns_text(b.runtime) + " exceeds the period of " + ns_text(b.period));
+  }
+}
+
+bandwidth_table::bandwidth_table(const bandwidth_options& initial) {
+  auto* first = new node;
+  first->value.runtime_wide = initial;
+  current_.store(&first->value, std::memory_order_relaxed);
+  // The call_rcu thread inherits this thread's signal mask: block them all
+  // while it is created, so that it never takes the application's signals.
+  sigset_t all;
+  sigset_t old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  reclaimer_ = urcu_qsbr_create_call_rcu_data(URCU_CALL_RCU_RT, -1);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (reclaimer_ == nullptr) {
+    delete first;
+    throw std::system_error(ENOMEM, std::generic_category(),
+                            "runtime: cannot create the call_rcu thread for bandwidth parameters");
+  }
+}
+
+bandwidth_table::~bandwidth_table() {
+  urcu_qsbr_barrier();  // every retired block is freed
+  urcu_qsbr_call_rcu_data_free(reclaimer_);
+  delete node_of(current_.load(std::memory_order_relaxed));
+}
+
+void bandwidth_table::publish(const bandwidth_options& opts) {
+  std::lock_guard lock(writer_);
+  const block* old = current_.load(std::memory_order_relaxed);
+  auto* next = new node;
+  next->value.runtime_wide = opts;
+  next->value.version = old->version + 1;
+  // Release: pairs with the acquire load in read(); a reader that sees the
+  // new block sees it whole.
+  current_.store(&next->value, std::memory_order_release);
+  retire(old);
+}
+
+void bandwidth_table::retire(const block* old) noexcept {
+  // Route the callback to this runtime's call_rcu thread, not to a default
+  // one the calling thread would create lazily with its own policy.
+  ::call_rcu_data* previous = urcu_qsbr_get_thread_call_rcu_data();
+  urcu_qsbr_set_thread_call_rcu_data(reclaimer_);
+  urcu_qsbr_call_rcu(&node_of(old)->head, free_node);
+  urcu_qsbr_set_thread_call_rcu_data(previous);
+}
+
+void bandwidth_table::adopt_call_rcu_thread() const noexcept {
+  urcu_qsbr_set_thread_call_rcu_data(reclaimer_);
+}
+
+}  // namespace urt::detail

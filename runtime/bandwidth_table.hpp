@@ -1,0 +1,77 @@
+// bandwidth_table: the runtime's bandwidth parameters, changed live from any
+// thread and read by the workers without a lock, through liburcu's QSBR.
+//
+// A parameter block is immutable once published. A writer (set_bandwidth,
+// any thread; writers are serialised by a mutex) builds a new block,
+// publishes it with one pointer exchange and retires the old one with
+// call_rcu on the runtime's own call_rcu thread, which frees it after a
+// grace period: once every registered worker has passed a quiescent state
+// (each scheduling point) or been offline (parked). A worker reads the
+// pointer at a scheduling point and uses the block until its next one, so
+// it never sees a torn or freed block.
+//
+// Concurrency:
+//   | may run with ->  | read (worker)   | publish (writer)                |
+//   |------------------|-----------------|---------------------------------|
+//   | read (worker)    | yes             | yes: old or new block, whole    |
+//   | publish (writer) | yes             | serialised by the writer mutex  |
+// Progress: read is wait-free (one acquire load); publish takes the writer
+// mutex and allocates; reclamation runs on the call_rcu thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "urt/options.hpp"
+
+struct call_rcu_data;
+
+namespace urt::detail {
+
+class bandwidth_table {
+ public:
+  /// One published set of parameters.
+  struct block;
+
+  /// Publishes `initial` (validated) and creates the call_rcu thread that
+  /// frees retired blocks (std::system_error when it cannot be created).
+  /// Call from the thread that builds the runtime: the helper thread is
+  /// created with every signal blocked.
+  explicit bandwidth_table(const bandwidth_options& initial);
+  /// Waits for every retired block to be freed (rcu_barrier), then frees
+  /// the current one. Only once no worker reads any more.
+  ~bandwidth_table();
+  bandwidth_table(const bandwidth_table&) = delete;
+  bandwidth_table& operator=(const bandwidth_table&) = delete;
+
+  /// Any thread: publishes `opts` (validated by the caller); workers see it
+  /// at their next scheduling point.
+  void publish(const bandwidth_options& opts);
+
+  /// A registered worker, between two quiescent states: the current block.
+  /// Acquire: pairs with the release exchange in publish().
+  [[nodiscard]] const block* read() const noexcept { return current_.load(std::memory_order_acquire); }
+
+  /// For a worker's own thread: routes its call_rcu callbacks (if any) to
+  /// this runtime's call_rcu thread.
+  void adopt_call_rcu_thread() const noexcept;
+
+ private:
+  void retire(const block* old) noexcept;
+
+  std::atomic<const block*> current_;
+  std::mutex writer_;
+  ::call_rcu_data* reclaimer_ = nullptr;
+};
+
+struct bandwidth_table::block {
+  bandwidth_options runtime_wide;
+  std::uint64_t version = 0;  // increases with every publication
+};
+
+/// Whether `opts` is valid; throws std::invalid_argument naming
+/// `<prefix>.mode`, `.runtime` or `.period` and the value.
+void validate_bandwidth(const bandwidth_options& opts, const char* prefix);
+
+}  // namespace urt::detail
