@@ -63,11 +63,22 @@ void validate_bandwidth(const bandwidth_options& b, const char* prefix) {
   if (b.runtime > b.period) {
     bad("runtime", ns_text(b.runtime) + " exceeds the period of " + ns_text(b.period));
   }
+  // A strict budget of nothing would never run a FIFO task again, and
+  // stop(drain) would wait for them forever.
+  if (b.mode == throttle_mode::strict && b.runtime.count() == 0) {
+    bad("runtime", "0ns under a strict budget would never run a FIFO task");
+  }
+}
+
+void validate_group_budget(const group_budget& budget, const char* prefix) {
+  validate_bandwidth({.mode = throttle_mode::strict, .runtime = budget.runtime, .period = budget.period},
+                     prefix);
 }
 
 bandwidth_table::bandwidth_table(const bandwidth_options& initial) {
   auto* first = new node;
   first->value.runtime_wide = initial;
+  first->value.groups.push_back({"default", std::nullopt});
   current_.store(&first->value, std::memory_order_relaxed);
   // The call_rcu thread inherits this thread's signal mask: block them all
   // while it is created, so that it never takes the application's signals.
@@ -86,20 +97,35 @@ bandwidth_table::bandwidth_table(const bandwidth_options& initial) {
 
 bandwidth_table::~bandwidth_table() {
   urcu_qsbr_barrier();  // every retired block is freed
+  // call_rcu_data_free() stops the thread but leaves it joinable: join it,
+  // or each runtime would leak a thread's stack.
+  const pthread_t thread = urcu_qsbr_get_call_rcu_thread(reclaimer_);
   urcu_qsbr_call_rcu_data_free(reclaimer_);
+  pthread_join(thread, nullptr);
   delete node_of(current_.load(std::memory_order_relaxed));
 }
 
-void bandwidth_table::publish(const bandwidth_options& opts) {
+void bandwidth_table::update(function_ref<void(block&)> change) {
   std::lock_guard lock(writer_);
   const block* old = current_.load(std::memory_order_relaxed);
   auto* next = new node;
-  next->value.runtime_wide = opts;
+  next->value = *old;
+  try {
+    change(next->value);
+  } catch (...) {
+    delete next;
+    throw;
+  }
   next->value.version = old->version + 1;
   // Release: pairs with the acquire load in read(); a reader that sees the
   // new block sees it whole.
   current_.store(&next->value, std::memory_order_release);
   retire(old);
+}
+
+void bandwidth_table::inspect(function_ref<void(const block&)> look) const {
+  std::lock_guard lock(writer_);
+  look(*current_.load(std::memory_order_relaxed));
 }
 
 void bandwidth_table::retire(const block* old) noexcept {

@@ -23,6 +23,12 @@
 #include <cstdint>
 #include <mutex>
 
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "function_ref.hpp"
+#include "urt/group.hpp"
 #include "urt/options.hpp"
 
 struct call_rcu_data;
@@ -45,9 +51,15 @@ class bandwidth_table {
   bandwidth_table(const bandwidth_table&) = delete;
   bandwidth_table& operator=(const bandwidth_table&) = delete;
 
-  /// Any thread: publishes `opts` (validated by the caller); workers see it
-  /// at their next scheduling point.
-  void publish(const bandwidth_options& opts);
+  /// Any thread: publishes a copy of the current block as `change` edits
+  /// it (its arguments validated by the caller); workers see it at their
+  /// next scheduling point. `change` runs under the writer mutex.
+  void update(function_ref<void(block&)> change);
+
+  /// Any thread: calls `look` with the current block under the writer
+  /// mutex, so that it cannot be retired meanwhile (for threads that are
+  /// not registered with QSBR).
+  void inspect(function_ref<void(const block&)> look) const;
 
   /// A registered worker, between two quiescent states: the current block.
   /// Acquire: pairs with the release exchange in publish().
@@ -61,17 +73,25 @@ class bandwidth_table {
   void retire(const block* old) noexcept;
 
   std::atomic<const block*> current_;
-  std::mutex writer_;
+  mutable std::mutex writer_;
   ::call_rcu_data* reclaimer_ = nullptr;
 };
 
 struct bandwidth_table::block {
+  /// One task group: id = its index; entry 0 is the default group.
+  struct group_entry {
+    std::string name;
+    std::optional<group_budget> budget;
+  };
   bandwidth_options runtime_wide;
-  std::uint64_t version = 0;  // increases with every publication
+  std::vector<group_entry> groups;  // never empty
+  std::uint64_t version = 0;        // increases with every publication
 };
 
 /// Whether `opts` is valid; throws std::invalid_argument naming
 /// `<prefix>.mode`, `.runtime` or `.period` and the value.
 void validate_bandwidth(const bandwidth_options& opts, const char* prefix);
+/// The same for a group's budget: `<prefix>.runtime`, `.period`.
+void validate_group_budget(const group_budget& budget, const char* prefix);
 
 }  // namespace urt::detail

@@ -14,15 +14,15 @@ class function_ref;
 template <class R, class... Args>
 class function_ref<R(Args...)> {
  public:
-  /// Refers to `f`, which must outlive every call (lvalues only, so a
-  /// temporary cannot dangle).
+  /// Refers to `f`, which must outlive every call: a temporary does when
+  /// the function_ref is a parameter of the call it is passed to.
   template <class F>
-    requires(!std::is_same_v<std::remove_cv_t<F>, function_ref> &&
-             std::is_invocable_r_v<R, F&, Args...>)
-  function_ref(F& f) noexcept  // implicit, as binding an F& is
+    requires(!std::is_same_v<std::remove_cvref_t<F>, function_ref> &&
+             std::is_invocable_r_v<R, std::remove_reference_t<F>&, Args...>)
+  function_ref(F&& f) noexcept  // implicit, as binding a reference is
       : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
         call_([](void* o, Args... args) -> R {
-          return (*static_cast<F*>(o))(std::forward<Args>(args)...);
+          return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(args)...);
         }) {}
 
   R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }

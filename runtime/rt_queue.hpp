@@ -75,6 +75,16 @@ struct alignas(64) rt_queue {
   /// Under the lock: the first normal-class (priority 0) task, unlinked,
   /// or nullptr.
   task_node* pop_normal() noexcept;
+  /// Under the lock: the most urgent task for which `allowed(node)` holds
+  /// (FIFO within a level), unlinked, or nullptr. O(tasks skipped).
+  template <class Allowed>
+  task_node* pop_first(const Allowed& allowed) noexcept {
+    rq_link* link = rq.first_where([&](rq_link* l) { return allowed(*task_node::from_rq(l)); });
+    if (link == nullptr) return nullptr;
+    task_node* node = task_node::from_rq(link);
+    remove(node);
+    return node;
+  }
   /// Under the lock: the most urgent migratable task, still queued, or nullptr.
   [[nodiscard]] task_node* first_pushable() const noexcept;
 };

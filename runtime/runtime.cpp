@@ -76,6 +76,13 @@ struct runtime::impl {
   std::unique_ptr<detail::placement> place;
   std::mutex stop_mutex;
   bool stopped = false;  // guarded by stop_mutex
+  // Groups made so far (the default one included): spawners check a
+  // task's group against it. Written under the table's writer mutex;
+  // release: pairs with the acquire load in check_group().
+  std::atomic<unsigned> groups{1};
+
+  // Throws unless `g` is a group of this runtime.
+  void check_group(const group& g, const char* what) const;
 };
 
 namespace {
@@ -208,6 +215,7 @@ runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec) {
                                 " is outside " + std::to_string(priority_normal) + ".." +
                                 std::to_string(priority_max));
   }
+  impl_->check_group(spec.group, "task_spec.group");
   const auto n = static_cast<unsigned>(impl_->workers.size());
   if (spec.affinity) {
     if (spec.affinity->empty()) throw std::invalid_argument("task_spec.affinity: the set is empty");
@@ -252,6 +260,7 @@ runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec) {
   node->priority = spec.priority;
   node->any_worker = !spec.affinity.has_value();
   node->migratable = node->any_worker ? n > 1 : spec.affinity->count() > 1;
+  node->group = static_cast<std::uint8_t>(spec.group.id());
   node->timed = false;
   if (spec.affinity) node->affinity = *spec.affinity;
   return spawn_ticket(impl_.get(), node, target, local);
@@ -335,12 +344,73 @@ std::size_t runtime::stop(stop_mode mode) {
   return cancelled;
 }
 
+void runtime::impl::check_group(const group& g, const char* what) const {
+  if (g == group{}) return;  // the default group of every runtime
+  if (g.owner_ != this) {
+    throw std::invalid_argument(std::string(what) + ": group " + std::to_string(g.id()) +
+                                " belongs to another runtime");
+  }
+  // Acquire: pairs with the release store in make_group().
+  if (g.id() >= groups.load(std::memory_order_acquire)) {
+    throw std::invalid_argument(std::string(what) + ": group " + std::to_string(g.id()) +
+                                " does not exist");
+  }
+}
+
+group runtime::make_group(const group_options& opts) {
+  constexpr std::size_t max_name = 64;
+  if (opts.name.size() > max_name) {
+    throw std::invalid_argument("runtime::make_group: group_options.name: " +
+                                std::to_string(opts.name.size()) + " characters exceed " +
+                                std::to_string(max_name));
+  }
+  if (opts.budget) detail::validate_group_budget(*opts.budget, "runtime::make_group: group_options.budget");
+  if (impl_->shared.state.load(std::memory_order_acquire) != run_state::running) {
+    throw runtime_stopped("runtime::make_group: the runtime is stopped or stopping");
+  }
+  unsigned id = 0;
+  impl_->bandwidth_params->update([&](detail::bandwidth_table::block& b) {
+    if (b.groups.size() >= max_groups) {
+      throw std::length_error("runtime::make_group: the runtime has " +
+                              std::to_string(max_groups) + " groups already (urt::max_groups)");
+    }
+    id = static_cast<unsigned>(b.groups.size());
+    b.groups.push_back({opts.name, opts.budget});
+    // Release: pairs with the acquire load in check_group(); under the
+    // writer mutex, so ids and counts agree.
+    impl_->groups.store(id + 1, std::memory_order_release);
+  });
+  return group(impl_.get(), id);
+}
+
+void runtime::set_bandwidth(group g, std::optional<group_budget> budget) {
+  impl_->check_group(g, "runtime::set_bandwidth");
+  if (budget) detail::validate_group_budget(*budget, "runtime::set_bandwidth: budget");
+  if (impl_->shared.state.load(std::memory_order_acquire) != run_state::running) {
+    throw runtime_stopped("runtime::set_bandwidth: the runtime is stopped or stopping");
+  }
+  impl_->bandwidth_params->update(
+      [&](detail::bandwidth_table::block& b) { b.groups[g.id()].budget = budget; });
+}
+
+group_stats runtime::stats(group g) const {
+  impl_->check_group(g, "runtime::stats");
+  group_stats s;
+  s.id = g.id();
+  impl_->bandwidth_params->inspect([&](const detail::bandwidth_table::block& b) {
+    s.name = b.groups[g.id()].name;
+    s.budget = b.groups[g.id()].budget;
+  });
+  for (const auto& w : impl_->workers) w->add_group_stats(g.id(), s);
+  return s;
+}
+
 void runtime::set_bandwidth(const bandwidth_options& opts) {
   detail::validate_bandwidth(opts, "runtime::set_bandwidth: bandwidth");
   if (impl_->shared.state.load(std::memory_order_acquire) != run_state::running) {
     throw runtime_stopped("runtime::set_bandwidth: the runtime is stopped or stopping");
   }
-  impl_->bandwidth_params->publish(opts);
+  impl_->bandwidth_params->update([&](detail::bandwidth_table::block& b) { b.runtime_wide = opts; });
 }
 
 std::size_t runtime::worker_count() const noexcept { return impl_->workers.size(); }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include "run_queue.hpp"
@@ -34,6 +35,7 @@ struct task_node {
   bool any_worker = true;    // affinity is "every worker"; `affinity` unused
   bool timed = false;        // release/period/periodic below are valid
   bool migratable = false;   // may run on more than one worker (pushable while queued)
+  std::uint8_t group = 0;    // its task group's id (urt::group::id(), < max_groups)
   unsigned queued_on = 0;    // the worker whose run queue holds it (valid while rq.queued())
   task_payload payload;
   // Migratable tasks only: the hook of the pushable list while queued.

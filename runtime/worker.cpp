@@ -134,11 +134,24 @@ task_node* worker::step(run_state seen) noexcept {
   qsbr::quiescent();
   if (const bandwidth_table::block* p = shared_.bandwidth_params->read();
       p->version != bandwidth_version_) {
-    bandwidth_.configure(p->runtime_wide, clock::now());  // set_bandwidth() was called
+    const clock::time_point now = clock::now();  // set_bandwidth() or make_group() was called
+    bandwidth_.configure(p->runtime_wide, now);
+    groups_.configure(p->groups, now);
     bandwidth_version_ = p->version;
     q_.fifo_held = false;  // a new configuration starts with FIFO allowed
   }
-  if (bandwidth_.active()) {
+  bool groups_held = false;
+  if (groups_.any()) {
+    // Group budgets charge every FIFO task switch: look at every step.
+    const clock::time_point now = clock::now();
+    groups_held = groups_.look(now);
+    if (bandwidth_.active()) {
+      bandwidth_.tick(now);
+      allow = bandwidth_.decide(now, q_.rq.has(priority_normal));
+      q_.fifo_held = bandwidth_.holding();
+      looked = true;
+    }
+  } else if (bandwidth_.active()) {
     const bool normal_waiting = q_.rq.has(priority_normal);
     const int top = q_.rq.top_level();
     const run_class next = top > priority_normal   ? run_class::fifo
@@ -166,8 +179,16 @@ task_node* worker::step(run_state seen) noexcept {
       q_.lock.lock();
     }
   }
-  task_node* node = allow == bandwidth::allow::any ? q_.pop() : q_.pop_normal();
+  task_node* node = nullptr;
+  if (allow == bandwidth::allow::normal_only) {
+    node = q_.pop_normal();
+  } else if (groups_held) {
+    node = q_.pop_first([this](const task_node& n) { return groups_.allowed(n); });
+  } else {
+    node = q_.pop();
+  }
   if (looked) bandwidth_.picked(node != nullptr ? class_of_task(node->priority) : run_class::idle);
+  if (groups_.any()) groups_.picked(node);
   if (node != nullptr) {
     // Unlinking `node` pulled in the new head; start fetching the one
     // after it, so a long queue costs overlapping misses, not serial ones.
@@ -205,6 +226,12 @@ bool worker::preempt_point() noexcept {
   // Between steps only a move out of our queue lowers us (rt_queue::lowered).
   const bool lowered = std::exchange(q_.lowered, false) && balancer_.acts_on_lowering();
   bool urgent = q_.rq.top_level() > q_.running;
+  if (urgent && groups_.any_held()) {
+    // A held group's task is not urgent here: only one that may run is.
+    urgent = q_.rq.first_where(
+                 [this](rq_link* l) { return groups_.allowed(*task_node::from_rq(l)); },
+                 q_.running) != nullptr;
+  }
   if (bandwidth_.active() &&
       (q_.fifo_held || (q_.running > priority_normal &&
                         bandwidth_.must_look(run_class::fifo, q_.rq.has(priority_normal))))) {
@@ -446,9 +473,10 @@ void worker::idle(run_state seen) {
   const auto state_changed = [&] { return shared_.state.load(std::memory_order_acquire) != seen; };
   // Holding FIFO back with nothing else to run (strict): wake when the
   // period ends and FIFO may run again.
-  const clock::time_point wake_at =
-      bandwidth_.active() && bandwidth_.holding() ? std::min(plan.token_check, bandwidth_.period_end())
-                                                 : plan.token_check;
+  clock::time_point wake_at = plan.token_check;
+  if (bandwidth_.active() && bandwidth_.holding()) wake_at = std::min(wake_at, bandwidth_.period_end());
+  // Held groups' tasks wait for their periods to end.
+  if (groups_.any_held()) wake_at = std::min(wake_at, groups_.next_end());
   qsbr::offline();  // a parked online thread would stall every grace period
   parker_.idle(first_timer != nullptr ? first_timer->release : clock::time_point::max(), wake_at,
                parker::wake_checks{work, state_changed});
@@ -513,6 +541,14 @@ worker_stats worker::stats() const noexcept {
   s.overrun_ns = get(b.overrun_ns);
   s.overrun_events = get(b.overrun_events);
   return s;
+}
+
+void worker::add_group_stats(unsigned g, group_stats& out) const noexcept {
+  const bandwidth::counters* c = groups_.counters(g);
+  if (c == nullptr) return;
+  out.fifo_ns += c->fifo_ns.load(std::memory_order_relaxed);
+  out.throttle_events += c->throttle_events.load(std::memory_order_relaxed);
+  out.throttled_ns += c->throttled_ns.load(std::memory_order_relaxed);
 }
 
 worker* worker::current_in(const void* owner) noexcept {

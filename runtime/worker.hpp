@@ -36,6 +36,7 @@
 
 #include "balancer.hpp"
 #include "bandwidth.hpp"
+#include "group_budgets.hpp"
 #include "parker.hpp"
 #include "rt_queue.hpp"
 #include "runtime_shared.hpp"
@@ -109,6 +110,8 @@ class worker {
   [[nodiscard]] std::uint64_t accepted_seq_cst() const noexcept;
 
   [[nodiscard]] worker_stats stats() const noexcept;
+  /// Any thread: adds this worker's counters of group `g` to `out`.
+  void add_group_stats(unsigned g, group_stats& out) const noexcept;
 
   /// The worker whose thread is calling, if it belongs to the runtime `owner`.
   static worker* current_in(const void* owner) noexcept;
@@ -160,6 +163,7 @@ class worker {
   parker parker_;
   balancer balancer_;
   bandwidth bandwidth_;
+  group_budgets groups_;
   std::uint64_t bandwidth_version_ = 0;  // the parameter block bandwidth_ follows
   timer_queue timers_;
   bool series_ended_ = false;  // periodic series ended once stop() began

@@ -102,7 +102,8 @@ enum class throttle_mode : unsigned char {
 /// (counted as overrun in worker_stats).
 struct bandwidth_options {
   throttle_mode mode = throttle_mode::deferred;
-  /// FIFO time per period: 0 <= runtime <= period.
+  /// FIFO time per period: 0 <= runtime <= period, and not 0 under strict
+  /// (FIFO tasks would never run).
   std::chrono::nanoseconds runtime = std::chrono::microseconds{9500};
   /// 0 < period <= max_period. 95% of a 10 ms period is the kernel's FIFO
   /// share (sched_rt_runtime_us / sched_rt_period_us) on a period 100x

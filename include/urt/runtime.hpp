@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "urt/group.hpp"
 #include "urt/options.hpp"
 #include "urt/stats.hpp"
 #include "urt/task.hpp"
@@ -118,6 +119,18 @@ class runtime {
   /// period. Throws std::invalid_argument naming the bad field and value,
   /// runtime_stopped once stop() has begun.
   void set_bandwidth(const bandwidth_options& opts);
+
+  /// A new task group, with its own FIFO budget per worker when
+  /// opts.budget is set; any thread. Throws std::invalid_argument naming a
+  /// bad field, std::length_error once max_groups exist, runtime_stopped
+  /// once stop() has begun.
+  group make_group(const group_options& opts);
+  /// Gives group `g` a budget, changes it, or (nullopt) removes it, while
+  /// the runtime runs; takes effect as set_bandwidth() does. Same errors,
+  /// and std::invalid_argument for a group of another runtime.
+  void set_bandwidth(group g, std::optional<group_budget> budget);
+  /// A snapshot of group `g`'s counters, summed over the workers.
+  [[nodiscard]] group_stats stats(group g) const;
 
   /// Number of workers (fixed for the runtime's life).
   [[nodiscard]] std::size_t worker_count() const noexcept;

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "urt/group.hpp"
 #include "urt/worker_set.hpp"
 #include "urt/priority.hpp"
 #include "urt/timer.hpp"
@@ -22,6 +23,9 @@ struct task_spec {
   /// Workers the task may run on; nullopt means any worker. An engaged but
   /// empty set, or one naming a worker that does not exist, is rejected.
   std::optional<worker_set> affinity = std::nullopt;
+  /// The group the task belongs to (runtime::make_group); the default group
+  /// otherwise. A group of another runtime is rejected.
+  urt::group group{};
 };
 
 /// Questions a running task may ask about itself. Each throws

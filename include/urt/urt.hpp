@@ -3,6 +3,7 @@
 
 #include "urt/worker_set.hpp"
 #include "urt/priority.hpp"
+#include "urt/group.hpp"
 #include "urt/options.hpp"
 #include "urt/runtime.hpp"
 #include "urt/stats.hpp"

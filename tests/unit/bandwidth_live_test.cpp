@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -47,10 +48,14 @@ struct chain {
   urt::runtime& rt;
   urt::priority_t priority;
   std::chrono::nanoseconds slice;
+  urt::group group{};
+  std::optional<urt::worker_set> affinity{};
   std::atomic<bool> stop{false};
   std::atomic<int> runs{0};
 
-  void start() { rt.spawn({.priority = priority}, [this] { step(); }); }
+  void start() {
+    rt.spawn({.priority = priority, .affinity = affinity, .group = group}, [this] { step(); });
+  }
   void step() {
     spin_for(slice);
     runs.fetch_add(1);
@@ -177,6 +182,12 @@ TEST_CASE("bandwidth_live: every task runs exactly once under throttling in ever
       std::vector<char> has_child(n, 0);  // written before the spawn, read after stop()
       {
         urt::runtime rt(o);
+        // Tasks of budgeted groups are held and pushed too.
+        const urt::group groups[] = {
+            urt::group{},
+            rt.make_group({.name = "tight", .budget = urt::group_budget{200us, 1ms}}),
+            rt.make_group({.name = "none"}),
+            rt.make_group({.name = "tiny", .budget = urt::group_budget{1us, 1ms}})};
         std::vector<std::thread> spawners;
         for (int t = 0; t < threads; ++t) {
           spawners.emplace_back([&, t] {
@@ -186,7 +197,8 @@ TEST_CASE("bandwidth_live: every task runs exactly once under throttling in ever
               const int prio = static_cast<int>(rng() % 100);
               const bool child = rng() % 4 == 0;
               has_child[static_cast<std::size_t>(id)] = child ? 1 : 0;
-              rt.spawn({.priority = prio}, [&, id, prio, child] {
+              const urt::group g = groups[rng() % 4];
+              rt.spawn({.priority = prio, .group = g}, [&, id, prio, child] {
                 spin_for(std::chrono::microseconds{id % 7});
                 ran[static_cast<std::size_t>(id)].fetch_add(1);
                 if (child) {
@@ -243,8 +255,13 @@ TEST_CASE("bandwidth_live: bad bandwidth options are rejected naming the field a
         "3600000000000ns");
   CHECK(message({.mode = static_cast<throttle_mode>(7), .runtime = 1ms, .period = 4ms}) ==
         "runtime_options.bandwidth.mode: value 7 is not a throttle_mode");
-  // The edges are accepted: no FIFO budget at all, and all of the period.
-  CHECK(message({.mode = throttle_mode::strict, .runtime = 0ms, .period = 4ms}) == "<accepted>");
+  CHECK(message({.mode = throttle_mode::strict, .runtime = 0ms, .period = 4ms}) ==
+        "runtime_options.bandwidth.runtime: 0ns under a strict budget would never run a FIFO "
+        "task");
+  // The edges are accepted: deferred with no FIFO budget (FIFO runs only
+  // when no normal work waits), and all of the period.
+  CHECK(message({.mode = throttle_mode::deferred, .runtime = 0ms, .period = 4ms}) ==
+        "<accepted>");
   CHECK(message({.mode = throttle_mode::strict, .runtime = 4ms, .period = 4ms}) == "<accepted>");
 }
 
@@ -284,4 +301,116 @@ TEST_CASE("bandwidth_live: set_bandwidth rejects bad parameters and changes noth
     what = e.what();
   }
   CHECK(what == "runtime::set_bandwidth: bandwidth.period: 0ns is not positive");
+}
+
+TEST_CASE("bandwidth_live: a group budget limits that group's FIFO tasks and not another group's") {
+  urt::runtime rt(one_worker(urt::throttle_mode::deferred));
+  const urt::group capped =
+      rt.make_group({.name = "capped", .budget = urt::group_budget{10ms, 40ms}});
+  const urt::group free = rt.make_group({.name = "free"});
+  chain high{rt, 50, 1ms, capped};
+  chain low{rt, 40, 1ms, free};
+  low.start();
+  high.start();
+  // Without the group's budget the 50 would starve the 40 forever.
+  low.wait_runs(60);
+  high.wait_runs(20);
+  high.stop = true;
+  low.stop = true;
+  rt.stop();
+  const urt::group_stats c = rt.stats(capped);
+  const urt::group_stats f = rt.stats(free);
+  const urt::worker_stats w = rt.stats().total();
+  CAPTURE(c.fifo_ns);
+  CAPTURE(w.fifo_ns);
+  CHECK(c.name == "capped");
+  CHECK(c.budget.has_value());
+  CHECK(c.throttle_events > 0);
+  CHECK(c.fifo_ns > 0);
+  CHECK(share(c.fifo_ns, w.fifo_ns + w.normal_ns + w.idle_ns) <= 0.45);  // configured: 0.25
+  CHECK(f.name == "free");
+  CHECK_FALSE(f.budget.has_value());
+  CHECK(f.throttle_events == 0);
+  CHECK(w.throttle_events == 0);  // the runtime-wide budget never held: no normal work
+}
+
+TEST_CASE("bandwidth_live: a group budget applies per worker, not pooled over workers") {
+  urt::runtime_options o = one_worker(urt::throttle_mode::off);
+  o.topology = urt::topology_source::synthetic("l3:2 core:1 pu:1");
+  urt::runtime rt(o);
+  const urt::group capped =
+      rt.make_group({.name = "capped", .budget = urt::group_budget{10ms, 40ms}});
+  chain high0{rt, 50, 1ms, capped, urt::worker_set{0}};
+  chain high1{rt, 50, 1ms, capped, urt::worker_set{1}};
+  chain low0{rt, 40, 1ms, {}, urt::worker_set{0}};
+  chain low1{rt, 40, 1ms, {}, urt::worker_set{1}};
+  for (chain* c : {&low0, &low1, &high0, &high1}) c->start();
+  // Each worker runs its own share of the group: both capped chains and
+  // both uncapped ones progress.
+  for (chain* c : {&low0, &low1}) c->wait_runs(40);
+  for (chain* c : {&high0, &high1}) c->wait_runs(15);
+  for (chain* c : {&low0, &low1, &high0, &high1}) c->stop = true;
+  rt.stop();
+  CHECK(rt.stats(capped).throttle_events >= 2);
+}
+
+TEST_CASE("bandwidth_live: set_bandwidth on a group gives, changes and removes its budget") {
+  urt::runtime rt(one_worker(urt::throttle_mode::off));
+  const urt::group g = rt.make_group({.name = "later"});
+  chain hog{rt, 50, 1ms, g};
+  chain low{rt, 40, 1ms};
+  low.start();
+  hog.start();
+  hog.wait_runs(5);
+  CHECK(rt.stats(g).throttle_events == 0);
+  rt.set_bandwidth(g, urt::group_budget{10ms, 40ms});
+  low.wait_runs(low.runs.load() + 10);  // the 40 runs only once the 50's group is held
+  CHECK(rt.stats(g).throttle_events > 0);
+  CHECK(rt.stats(g).budget.has_value());
+  rt.set_bandwidth(g, std::nullopt);
+  CHECK_FALSE(rt.stats(g).budget.has_value());
+  hog.stop = true;
+  low.stop = true;
+  rt.stop();
+}
+
+TEST_CASE("bandwidth_live: bad groups and group budgets are rejected naming the field") {
+  const auto message = [](auto&& fn) -> std::string {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "<accepted>";
+  };
+  urt::runtime rt(one_worker(urt::throttle_mode::deferred));
+  urt::runtime other(one_worker(urt::throttle_mode::deferred));
+  const urt::group foreign = other.make_group({.name = "theirs"});
+  CHECK(message([&] { rt.make_group({.name = std::string(65, 'x')}); }) ==
+        "runtime::make_group: group_options.name: 65 characters exceed 64");
+  CHECK(message([&] { rt.make_group({.budget = urt::group_budget{2ms, 1ms}}); }) ==
+        "runtime::make_group: group_options.budget.runtime: 2000000ns exceeds the period of "
+        "1000000ns");
+  CHECK(message([&] { rt.make_group({.budget = urt::group_budget{0ms, 0ms}}); }) ==
+        "runtime::make_group: group_options.budget.period: 0ns is not positive");
+  CHECK(message([&] { rt.make_group({.budget = urt::group_budget{0ms, 1ms}}); }) ==
+        "runtime::make_group: group_options.budget.runtime: 0ns under a strict budget would "
+        "never run a FIFO task");
+  CHECK(message([&] { rt.spawn({.priority = 10, .group = foreign}, [] {}); }) ==
+        "task_spec.group: group 1 belongs to another runtime");
+  CHECK(message([&] { rt.set_bandwidth(foreign, urt::group_budget{1ms, 2ms}); }) ==
+        "runtime::set_bandwidth: group 1 belongs to another runtime");
+  CHECK(message([&] { (void)rt.stats(foreign); }) == "runtime::stats: group 1 belongs to another runtime");
+  const urt::group mine = rt.make_group({});
+  CHECK(message([&] { rt.set_bandwidth(mine, urt::group_budget{-1ms, 2ms}); }) ==
+        "runtime::set_bandwidth: budget.runtime: -1000000ns is negative");
+  // The default group needs no making, in every runtime.
+  CHECK(message([&] { rt.spawn({.group = urt::group{}}, [] {}); }) == "<accepted>");
+  // At most max_groups, the default one included.
+  for (unsigned i = 2; i < urt::max_groups; ++i) rt.make_group({});
+  CHECK(message([&] { rt.make_group({}); }) ==
+        "runtime::make_group: the runtime has 256 groups already (urt::max_groups)");
+  rt.stop();
+  CHECK(message([&] { rt.make_group({}); }) ==
+        "runtime::make_group: the runtime is stopped or stopping");
 }

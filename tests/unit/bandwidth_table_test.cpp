@@ -67,7 +67,9 @@ TEST_CASE("bandwidth_table: readers never see a torn block while a writer publis
     });
   }
   constexpr std::uint64_t versions = 5000;
-  for (std::uint64_t v = 1; v <= versions; ++v) table.publish(options_of(v));
+  for (std::uint64_t v = 1; v <= versions; ++v) {
+    table.update([v](bandwidth_table::block& b) { b.runtime_wide = options_of(v); });
+  }
   CHECK(table.read()->version == versions);
   done = true;
   for (auto& t : readers) t.join();

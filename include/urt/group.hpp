@@ -1,0 +1,61 @@
+// urt/group.hpp: task groups and their FIFO budgets.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace urt {
+
+/// The most groups a runtime has, its default group included.
+inline constexpr unsigned max_groups = 256;
+
+/// A group's own FIFO budget on every worker, as the kernel's
+/// RT_GROUP_SCHED has it per CPU (not pooled across workers): the group's
+/// FIFO tasks (priorities 1..99) run at most `runtime` of every `period`
+/// on each worker; then they wait on that worker until its period ends (or
+/// are pushed to a worker where the group has budget left). Its normal
+/// tasks are not limited. 0 < runtime <= period <= bandwidth_options::max_period.
+struct group_budget {
+  std::chrono::nanoseconds runtime{0};
+  std::chrono::nanoseconds period{0};
+};
+
+/// What runtime::make_group() builds a group from.
+struct group_options {
+  /// For stats and messages; at most 64 characters.
+  std::string name{};
+  /// nullopt: only the runtime-wide budget (runtime_options::bandwidth)
+  /// limits the group's tasks.
+  std::optional<group_budget> budget = std::nullopt;
+};
+
+/// A handle to a task group of one runtime: a small value, cheap to copy.
+/// The default-constructed group is every runtime's default group (id 0),
+/// which has no budget of its own. task_spec::group puts a task in a group.
+class group {
+ public:
+  constexpr group() noexcept = default;
+  /// 0 for the default group; ids are dense in creation order.
+  [[nodiscard]] constexpr unsigned id() const noexcept { return id_; }
+  friend constexpr bool operator==(const group&, const group&) noexcept = default;
+
+ private:
+  friend class runtime;
+  constexpr group(const void* owner, unsigned id) noexcept : owner_(owner), id_(id) {}
+  const void* owner_ = nullptr;  // the runtime that made it; nullptr: the default group
+  unsigned id_ = 0;
+};
+
+/// A snapshot of one group's counters, summed over the workers.
+struct group_stats {
+  unsigned id = 0;
+  std::string name;
+  std::optional<group_budget> budget;
+  std::uint64_t fifo_ns = 0;          ///< its FIFO tasks ran this long (where it has a budget)
+  std::uint64_t throttle_events = 0;  ///< times its FIFO tasks were held back on a worker
+  std::uint64_t throttled_ns = 0;     ///< time they were held back, summed over workers
+};
+
+}  // namespace urt

@@ -1,0 +1,73 @@
+#include "group_budgets.hpp"
+
+#include <algorithm>
+
+#include "task_node.hpp"
+
+namespace urt::detail {
+
+group_budgets::~group_budgets() {
+  for (auto& b : budgets_) delete b.load(std::memory_order_relaxed);
+}
+
+void group_budgets::configure(const std::vector<bandwidth_table::block::group_entry>& groups,
+                              clock::time_point now) {
+  budgeted_.clear();
+  held_.fill(false);
+  any_held_ = false;
+  for (unsigned g = 0; g < groups.size() && g < max_groups; ++g) {
+    const auto& budget = groups[g].budget;
+    if (!budget) continue;
+    const bandwidth_options opts{
+        .mode = throttle_mode::strict, .runtime = budget->runtime, .period = budget->period};
+    if (bandwidth* b = budgets_[g].load(std::memory_order_relaxed)) {
+      b->configure(opts, now);
+    } else {
+      // Release: pairs with the acquire load in counters().
+      budgets_[g].store(new bandwidth(opts, now), std::memory_order_release);
+    }
+    budgeted_.push_back(g);
+  }
+}
+
+bool group_budgets::look(clock::time_point now) noexcept {
+  bool any_held = false;
+  for (const unsigned g : budgeted_) {
+    bandwidth& b = *budgets_[g].load(std::memory_order_relaxed);
+    b.tick(now);
+    // Strict: decide() holds once the group's runtime is spent.
+    held_[g] = b.decide(now, false) == bandwidth::allow::normal_only;
+    any_held = any_held || held_[g];
+  }
+  any_held_ = any_held;
+  return any_held;
+}
+
+bool group_budgets::allowed(const task_node& node) const noexcept {
+  return node.priority == priority_normal || !held_[node.group];
+}
+
+void group_budgets::picked(const task_node* node) noexcept {
+  const unsigned now_running =
+      node != nullptr && node->priority != priority_normal ? node->group : max_groups;
+  for (const unsigned g : budgeted_) {
+    budgets_[g].load(std::memory_order_relaxed)
+        ->picked(g == now_running ? run_class::fifo : run_class::idle);
+  }
+}
+
+clock::time_point group_budgets::next_end() const noexcept {
+  clock::time_point first = clock::time_point::max();
+  for (const unsigned g : budgeted_) {
+    if (held_[g]) first = std::min(first, budgets_[g].load(std::memory_order_relaxed)->period_end());
+  }
+  return first;
+}
+
+const bandwidth::counters* group_budgets::counters(unsigned g) const noexcept {
+  // Acquire: pairs with the release store in configure().
+  const bandwidth* b = g < max_groups ? budgets_[g].load(std::memory_order_acquire) : nullptr;
+  return b != nullptr ? &b->stats() : nullptr;
+}
+
+}  // namespace urt::detail
