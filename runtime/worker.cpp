@@ -111,6 +111,7 @@ void worker::loop() {
       run_task(node);
       continue;
     }
+    if (std::exchange(look_again_, false)) continue;
     if (seen == run_state::stopped) return close();
     idle(seen);
   }
@@ -198,6 +199,9 @@ task_node* worker::step(run_state seen) noexcept {
   m.publish(id_);
   const std::optional<std::uint64_t> push = balancer_.push_due();
   q_.lock.unlock();
+  // A destructor may spawn onto this worker after the pick: look again
+  // before idling.
+  if (discard_put_off() && node == nullptr) look_again_ = true;
   if (push) balancer_.push_tasks(*push);  // after each task switch (push_rt_tasks)
   balancer_.serve_token();
   return node;
@@ -247,6 +251,7 @@ bool worker::preempt_point() noexcept {
   }
   const std::optional<std::uint64_t> push = balancer_.push_due();
   q_.lock.unlock();
+  discard_put_off();
   if (push) balancer_.push_tasks(*push);
   balancer_.serve_token();
   // Lowered while running: pull what is now more urgent than the running
@@ -272,7 +277,7 @@ void worker::release_due() noexcept {
     // A cancelled series ends at its next release instead of running.
     // Acquire: pairs with the release store in periodic_task::cancel().
     if (next->series() != nullptr && next->series()->cancelled.load(std::memory_order_acquire)) {
-      discard(next, counters_.completed);
+      discard_unlocked(next, false);
       continue;
     }
     q_.enqueue(next, id_);
@@ -283,11 +288,9 @@ void worker::end_periodic_series() noexcept {
   // Once stop() has begun, no periodic series starts another release: the
   // series is one task, finished (drain) or dropped (cancel) now.
   series_ended_ = true;
-  auto& counter = shared_.state.load(std::memory_order_relaxed) == run_state::cancelling
-                      ? counters_.cancelled
-                      : counters_.completed;
+  const bool cancelled = shared_.state.load(std::memory_order_relaxed) == run_state::cancelling;
   timers_.remove_if_not([](task_node* n) { return n->series() == nullptr; },
-                        [&](task_node* n) { discard(n, counter); });
+                        [&](task_node* n) { discard_unlocked(n, cancelled); });
 }
 
 void worker::discard(task_node* node, std::atomic<std::uint64_t>& counter) noexcept {
@@ -295,6 +298,26 @@ void worker::discard(task_node* node, std::atomic<std::uint64_t>& counter) noexc
   if (periodic_state* series = node->series()) series->release();
   node_pool::release(node);
   worker_counters::bump_release(counter);
+}
+
+void worker::discard_unlocked(task_node* node, bool cancelled) noexcept {
+  task_node*& head = cancelled ? put_off_cancelled_ : put_off_completed_;
+  node->rq.next = head != nullptr ? &head->rq : nullptr;
+  head = node;
+}
+
+bool worker::discard_put_off() noexcept {
+  if (put_off_cancelled_ == nullptr && put_off_completed_ == nullptr) return false;
+  for (task_node** list : {&put_off_cancelled_, &put_off_completed_}) {
+    auto& counter = list == &put_off_cancelled_ ? counters_.cancelled : counters_.completed;
+    for (task_node* node = std::exchange(*list, nullptr); node != nullptr;) {
+      task_node* next = node->rq.next != nullptr ? task_node::from_rq(node->rq.next) : nullptr;
+      node->rq.next = nullptr;  // unlinked, as the pool expects it
+      discard(node, counter);
+      node = next;
+    }
+  }
+  return true;
 }
 
 namespace {
@@ -413,9 +436,9 @@ void worker::publish_load_hint() noexcept {
 }
 
 void worker::cancel_queued() noexcept {
-  while (task_node* node = q_.pop()) discard(node, counters_.cancelled);
+  while (task_node* node = q_.pop()) discard_unlocked(node, true);
   timers_.remove_if_not([](task_node*) { return false; },
-                        [&](task_node* n) { discard(n, counters_.cancelled); });
+                        [&](task_node* n) { discard_unlocked(n, true); });
 }
 
 void worker::handle_exception(const std::exception_ptr& error) noexcept {

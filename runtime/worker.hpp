@@ -139,6 +139,13 @@ class worker {
   // the series ends (stop() began or it was cancelled).
   void rearm_series(task_node* node, periodic_state& series) noexcept;
   void discard(task_node* node, std::atomic<std::uint64_t>& counter) noexcept;
+  // Under the queue lock: discards `node` once the lock is released (the
+  // callable's destructor is user code and may spawn, which takes this very
+  // lock). `cancelled`: counted as cancelled, else as completed.
+  void discard_unlocked(task_node* node, bool cancelled) noexcept;
+  // No lock held: the discards discard_unlocked() put off; true when it
+  // discarded any (their destructors may have queued work here).
+  bool discard_put_off() noexcept;
   void idle(run_state seen);
   void handle_exception(const std::exception_ptr& error) noexcept;
   void publish_load_hint() noexcept;
@@ -167,6 +174,11 @@ class worker {
   std::uint64_t bandwidth_version_ = 0;  // the parameter block bandwidth_ follows
   timer_queue timers_;
   bool series_ended_ = false;  // periodic series ended once stop() began
+  // Nodes to discard after the queue lock is released, linked through
+  // their (unused) run-queue hooks: cancelled ones and completed ones.
+  task_node* put_off_cancelled_ = nullptr;
+  task_node* put_off_completed_ = nullptr;
+  bool look_again_ = false;  // a step discarded tasks after its pick: step again before idling
   __cds_wfcq_head splice_head_{};
   cds_wfcq_tail splice_tail_{};
 
