@@ -243,17 +243,25 @@ bool worker::preempt_point() noexcept {
     // normal task running, until the period ends; a FIFO task that has
     // spent the budget yields where the budget holds FIFO back.
     bandwidth_.tick(clock::now());
-    if (q_.fifo_held) {
-      urgent = urgent && !bandwidth_.holding();
-    } else if (bandwidth_.would_hold(q_.rq.has(priority_normal))) {
-      urgent = true;
-    }
+    if (q_.fifo_held) urgent = urgent && !bandwidth_.holding();
   }
-  const std::optional<std::uint64_t> push = balancer_.push_due();
+  // A queued task more urgent than the running one runs here as soon as
+  // the caller yields: push_rt_task reschedules instead of pushing in that
+  // case, and so does this. Pushing it would send it to a lower worker that
+  // is itself running a task, which at its own preemption point would push
+  // it on again: the task could bounce between workers without running.
+  // The push and the token hop wait for the step after the yield.
+  const bool yield_to_queued = urgent;
+  if (!urgent && q_.running > priority_normal && bandwidth_.active() &&
+      bandwidth_.would_hold(q_.rq.has(priority_normal))) {
+    urgent = true;  // the budget is spent: yield so that the step holds FIFO back
+  }
+  const std::optional<std::uint64_t> push =
+      yield_to_queued ? std::nullopt : balancer_.push_due();
   q_.lock.unlock();
   discard_put_off();
   if (push) balancer_.push_tasks(*push);
-  balancer_.serve_token();
+  if (!yield_to_queued) balancer_.serve_token();
   // Lowered while running: pull what is now more urgent than the running
   // task, or ask for a push, without waiting for it (the task runs on).
   const bool pulled_or_asked = lowered && balancer_.overload_seen_after_lowering();
