@@ -127,45 +127,9 @@ task_node* worker::step(run_state seen) noexcept {
   if (seen != run_state::running && !series_ended_) end_periodic_series();
   if (seen == run_state::cancelling) cancel_queued();
   release_due();
-  // Hook before the pick: the FIFO budget may hold FIFO work back. Its
-  // hold shows in the level published below (rt_queue::fifo_held).
-  bandwidth::allow allow = bandwidth::allow::any;
-  bool looked = false;
-  // QSBR: the previous step's parameter block is no longer in use.
-  qsbr::quiescent();
-  if (const bandwidth_table::block* p = shared_.bandwidth_params->read();
-      p->version != bandwidth_version_) {
-    const clock::time_point now = clock::now();  // set_bandwidth() or make_group() was called
-    bandwidth_.configure(p->runtime_wide, now);
-    groups_.configure(p->groups, now);
-    bandwidth_version_ = p->version;
-    q_.fifo_held = false;  // a new configuration starts with FIFO allowed
-  }
-  bool groups_held = false;
-  if (groups_.any()) {
-    // Group budgets charge every FIFO task switch: look at every step.
-    const clock::time_point now = clock::now();
-    groups_held = groups_.look(now);
-    if (bandwidth_.active()) {
-      bandwidth_.tick(now);
-      allow = bandwidth_.decide(now, q_.rq.has(priority_normal));
-      q_.fifo_held = bandwidth_.holding();
-      looked = true;
-    }
-  } else if (bandwidth_.active()) {
-    const bool normal_waiting = q_.rq.has(priority_normal);
-    const int top = q_.rq.top_level();
-    const run_class next = top > priority_normal   ? run_class::fifo
-                           : top == priority_normal ? run_class::normal
-                                                    : run_class::idle;
-    if (bandwidth_.must_look(next, normal_waiting)) {
-      const clock::time_point now = clock::now();
-      bandwidth_.tick(now);
-      allow = bandwidth_.decide(now, normal_waiting);
-      q_.fifo_held = bandwidth_.holding();
-      looked = true;
-    }
-  }
+  // Hook before the pick: the budgets may hold FIFO work back. A hold
+  // shows in the level published below (rt_queue::fifo_held).
+  const pick_rule rule = consult_budgets();
   // Lowering: since the last step (the previous task is done), or since a
   // move took our queued top away (rt_queue::lowered).
   const bool lowered = q_.current() < before || std::exchange(q_.lowered, false);
@@ -180,16 +144,7 @@ task_node* worker::step(run_state seen) noexcept {
       q_.lock.lock();
     }
   }
-  task_node* node = nullptr;
-  if (allow == bandwidth::allow::normal_only) {
-    node = q_.pop_normal();
-  } else if (groups_held) {
-    node = q_.pop_first([this](const task_node& n) { return groups_.allowed(n); });
-  } else {
-    node = q_.pop();
-  }
-  if (looked) bandwidth_.picked(node != nullptr ? class_of_task(node->priority) : run_class::idle);
-  if (groups_.any()) groups_.picked(node);
+  task_node* node = pick(rule);
   if (node != nullptr) {
     // Unlinking `node` pulled in the new head; start fetching the one
     // after it, so a long queue costs overlapping misses, not serial ones.
@@ -204,6 +159,55 @@ task_node* worker::step(run_state seen) noexcept {
   if (discard_put_off() && node == nullptr) look_again_ = true;
   if (push) balancer_.push_tasks(*push);  // after each task switch (push_rt_tasks)
   balancer_.serve_token();
+  return node;
+}
+
+worker::pick_rule worker::consult_budgets() noexcept {
+  pick_rule rule;
+  // QSBR: the previous step's parameter block is no longer in use.
+  qsbr::quiescent();
+  if (const bandwidth_table::block* p = shared_.bandwidth_params->read();
+      p->version != bandwidth_version_) {
+    const clock::time_point now = clock::now();  // set_bandwidth() or make_group() was called
+    bandwidth_.configure(p->runtime_wide, now);
+    groups_.configure(p->groups, now);
+    bandwidth_version_ = p->version;
+    q_.fifo_held = false;  // a new configuration starts with FIFO allowed
+  }
+  const bool normal_waiting = q_.rq.has(priority_normal);
+  bool look = groups_.any();  // group budgets charge every FIFO task switch
+  if (!look && bandwidth_.active()) {
+    const int top = q_.rq.top_level();
+    const run_class next = top > priority_normal   ? run_class::fifo
+                           : top == priority_normal ? run_class::normal
+                                                    : run_class::idle;
+    look = bandwidth_.must_look(next, normal_waiting);
+  }
+  if (!look) return rule;
+  const clock::time_point now = clock::now();
+  if (groups_.any()) rule.groups_held = groups_.look(now);
+  if (bandwidth_.active()) {
+    bandwidth_.tick(now);
+    rule.allow = bandwidth_.decide(now, normal_waiting);
+    q_.fifo_held = bandwidth_.holding();
+    rule.budget_looked = true;
+  }
+  return rule;
+}
+
+task_node* worker::pick(const pick_rule& rule) noexcept {
+  task_node* node = nullptr;
+  if (rule.allow == bandwidth::allow::normal_only) {
+    node = q_.pop_normal();
+  } else if (rule.groups_held) {
+    node = q_.pop_first([this](const task_node& n) { return groups_.allowed(n); });
+  } else {
+    node = q_.pop();
+  }
+  if (rule.budget_looked) {
+    bandwidth_.picked(node != nullptr ? class_of_task(node->priority) : run_class::idle);
+  }
+  if (groups_.any()) groups_.picked(node);
   return node;
 }
 

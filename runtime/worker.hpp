@@ -124,6 +124,17 @@ class worker {
   // next task, publish; then the migration the step calls for. Returns the
   // task to run, or nullptr.
   task_node* step(run_state seen) noexcept;
+  // What the budgets allow the next pick to take.
+  struct pick_rule {
+    bandwidth::allow allow = bandwidth::allow::any;
+    bool groups_held = false;    // some group's FIFO tasks are held here
+    bool budget_looked = false;  // the runtime-wide budget looked (picked() follows)
+  };
+  // Under the queue lock, in step(): takes up new parameters, charges the
+  // budgets and decides their holds (only where they can change the pick).
+  pick_rule consult_budgets() noexcept;
+  // Under the queue lock: the most urgent task the rule allows, unlinked.
+  task_node* pick(const pick_rule& rule) noexcept;
   void close() noexcept;
   // Under the queue lock: inbox and due timers into the run queue.
   std::size_t drain_inbox() noexcept;
