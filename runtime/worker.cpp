@@ -17,15 +17,6 @@
 #include "node_pool.hpp"
 #include "qsbr.hpp"
 
-#if defined(__SANITIZE_THREAD__)
-#include <sanitizer/tsan_interface.h>
-// TSAN cannot see liburcu's atomics: annotate the inbox hand-off.
-#define URT_TSAN_RELEASE(p) __tsan_release(p)
-#define URT_TSAN_ACQUIRE(p) __tsan_acquire(p)
-#else
-#define URT_TSAN_RELEASE(p) static_cast<void>(p)
-#define URT_TSAN_ACQUIRE(p) static_cast<void>(p)
-#endif
 
 namespace urt::detail {
 
@@ -39,8 +30,6 @@ worker::worker(runtime_shared& shared, unsigned id)
                                        static_cast<unsigned>(shared.topo->worker_count())},
                 q_, counters_),
       bandwidth_(shared.options->bandwidth, clock::now()) {
-  __cds_wfcq_init(&inbox_head_, &inbox_tail_);
-  __cds_wfcq_init(&splice_head_, &splice_tail_);
 }
 
 worker::~worker() {
@@ -332,45 +321,12 @@ bool worker::discard_put_off() noexcept {
   return true;
 }
 
-namespace {
-// liburcu's CDS_WFCQ_WOULDBLOCK, without its C-style cast.
-cds_wfcq_node* const would_block = reinterpret_cast<cds_wfcq_node*>(-1L);
-}  // namespace
-
 std::size_t worker::drain_inbox() noexcept {
-  // Only the nonblocking wfcqueue calls: the blocking ones wait for an
-  // enqueuer that was preempted between its tail exchange and its link
-  // store by spinning, then sleeping 10 ms per round (WFCQ_WAIT), which no
-  // real-time worker can afford. A node whose enqueue is still in flight
-  // is taken at a later scheduling point instead; its spawner rings the
-  // doorbell when done, so parking meanwhile is safe (see idle()).
-  cds_wfcq_node* first =
-      __cds_wfcq_first_nonblocking(__cds_wfcq_head_cast(&inbox_head_), &inbox_tail_);
-  if (first != nullptr && first != would_block) {
-    // The first link is in place, so this cannot return WOULDBLOCK.
-    __cds_wfcq_splice_nonblocking(__cds_wfcq_head_cast(&splice_head_), &splice_tail_,
-                                  __cds_wfcq_head_cast(&inbox_head_), &inbox_tail_);
-  }
-  std::size_t moved = 0;
-  for (;;) {
-    cds_wfcq_node* link =
-        __cds_wfcq_dequeue_nonblocking(__cds_wfcq_head_cast(&splice_head_), &splice_tail_);
-    if (link == nullptr || link == would_block) break;
-    task_node* node = task_node::from_inbox(link);
-    URT_TSAN_ACQUIRE(node);
-    // The captures' line was written by the spawner on another core: start
-    // fetching it now, so the miss overlaps the rest of the walk.
-    __builtin_prefetch(node->payload.storage);
-    enqueue(node);
-    ++moved;
-  }
-  return moved;
+  return inbox_.take([this](task_node* node) { enqueue(node); });
 }
 
 bool worker::submit_remote(task_node* node) noexcept {
-  cds_wfcq_node_init(&node->inbox);
-  URT_TSAN_RELEASE(node);
-  cds_wfcq_enqueue(__cds_wfcq_head_cast(&inbox_head_), &inbox_tail_, &node->inbox);
+  inbox_.push(node);
   // A full ring(), fence included: the owner may park while this enqueue's
   // link store is still pending (drain_inbox() cannot see the node yet), so
   // the store must be ordered before the load of the parking flag.
@@ -479,16 +435,10 @@ void worker::handle_exception(const std::exception_ptr& error) noexcept {
 }
 
 bool worker::work_pending() const noexcept {
-  // The inbox check is a wfcqueue read that is safe against concurrent
-  // enqueues; a node whose enqueue is still in flight counts as pending
-  // (the step that follows takes it once it is linked). The splice list
-  // keeps such a node between steps. Relaxed flags: they only decide to
-  // take the lock and look (moved_in), or to exchange the hop.
-  auto* inbox = const_cast<__cds_wfcq_head*>(&inbox_head_);  // NOLINT: the C API is not const
-  auto* spliced = const_cast<__cds_wfcq_head*>(&splice_head_);  // NOLINT: likewise
-  return !cds_wfcq_empty(__cds_wfcq_head_cast(inbox), const_cast<cds_wfcq_tail*>(&inbox_tail_)) ||
-         !cds_wfcq_empty(__cds_wfcq_head_cast(spliced), const_cast<cds_wfcq_tail*>(&splice_tail_)) ||
-         q_.moved_in.load(std::memory_order_relaxed) || balancer_.hop_pending();
+  // Relaxed flags: they only decide to take the lock and look (moved_in),
+  // or to exchange the hop.
+  return inbox_.pending() || q_.moved_in.load(std::memory_order_relaxed) ||
+         balancer_.hop_pending();
 }
 
 void worker::idle(run_state seen) {

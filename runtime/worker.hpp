@@ -24,8 +24,6 @@
 // operations.
 #pragma once
 
-#include <urcu/wfcqueue.h>
-
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 
@@ -37,6 +35,7 @@
 #include "balancer.hpp"
 #include "bandwidth.hpp"
 #include "group_budgets.hpp"
+#include "inbox.hpp"
 #include "parker.hpp"
 #include "rt_queue.hpp"
 #include "runtime_shared.hpp"
@@ -190,12 +189,8 @@ class worker {
   task_node* put_off_cancelled_ = nullptr;
   task_node* put_off_completed_ = nullptr;
   bool look_again_ = false;  // a step discarded tasks after its pick: step again before idling
-  __cds_wfcq_head splice_head_{};
-  cds_wfcq_tail splice_tail_{};
 
-  // The inbox: producers touch the tail, the owner the head.
-  alignas(64) cds_wfcq_tail inbox_tail_{};
-  alignas(64) __cds_wfcq_head inbox_head_{};
+  inbox inbox_;  // remote submissions (inbox.hpp)
 };
 
 }  // namespace urt::detail
