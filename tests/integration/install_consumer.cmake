@@ -6,6 +6,10 @@
 #                     find_package(urt) and CMAKE_PREFIX_PATH=URT_PREFIX
 #   pkgconfig         c++ -std=c++20 consumer/main.cpp $(pkg-config --cflags --libs urt), run it
 #   pkgconfig-static  the same with `pkg-config --static`
+#   install-all       build urt and urt-cyclictest, run a plain `cmake --install`
+#                     (every component) into a fresh URT_FULL_PREFIX, check that
+#                     it holds the library, the packages and, in bin/,
+#                     urt-cyclictest and compare-cyclictest, and run both
 # The consumers get URT_CXX_COMPILER, URT_CXX_FLAGS and URT_EXE_LINKER_FLAGS
 # (the urt build's), so sanitizer builds produce consumers that link.
 cmake_minimum_required(VERSION 3.25)
@@ -38,6 +42,19 @@ function(urt_run what)
     list(JOIN ARGN " " cmd)
     message(FATAL_ERROR "install_consumer: ${what} failed (${rc}):\n  ${cmd}")
   endif()
+endfunction()
+
+# urt_capture(<out> <what> <command>...): runs the command, echoing it; its
+# stdout and stderr go to `out`. Stops with the output if it fails.
+function(urt_capture out what)
+  list(JOIN ARGN " " cmd)
+  message(STATUS "install_consumer: ${cmd}")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE output ERROR_VARIABLE output
+                  TIMEOUT 60)
+  if(NOT rc STREQUAL "0")
+    message(FATAL_ERROR "install_consumer: ${what} failed (${rc}):\n  ${cmd}\n${output}")
+  endif()
+  set(${out} "${output}" PARENT_SCOPE)
 endfunction()
 
 # Runs `pkg-config <args>` against the test prefix; its stdout goes to `out`.
@@ -203,7 +220,65 @@ elseif(URT_STEP STREQUAL "pkgconfig" OR URT_STEP STREQUAL "pkgconfig-static")
                   "${URT_CONSUMER_DIR}/main.cpp" -o "${bin}/consumer" ${exe_linker_flags} ${libs})
   urt_run_consumer("${bin}/consumer")
 
+elseif(URT_STEP STREQUAL "install-all")
+  foreach(var IN ITEMS URT_FULL_PREFIX URT_INSTALL_BINDIR)
+    if("${${var}}" STREQUAL "")
+      message(FATAL_ERROR "install_consumer: -D${var}=... is required")
+    endif()
+  endforeach()
+  urt_run("building urt and urt-cyclictest in ${URT_BUILD_DIR}"
+          COMMAND "${CMAKE_COMMAND}" --build "${URT_BUILD_DIR}" --target urt urt-cyclictest
+                  ${config_args})
+  file(REMOVE_RECURSE "${URT_FULL_PREFIX}")
+  urt_run("installing every component into ${URT_FULL_PREFIX}"
+          COMMAND "${CMAKE_COMMAND}" --install "${URT_BUILD_DIR}" --prefix "${URT_FULL_PREFIX}"
+                  ${config_args})
+  set(bin "${URT_FULL_PREFIX}/${URT_INSTALL_BINDIR}")
+  set(missing "")
+  foreach(file IN ITEMS include/urt/urt.hpp
+                        ${URT_INSTALL_LIBDIR}/cmake/urt/urtConfig.cmake
+                        ${URT_INSTALL_LIBDIR}/pkgconfig/urt.pc
+                        ${URT_INSTALL_BINDIR}/urt-cyclictest
+                        ${URT_INSTALL_BINDIR}/compare-cyclictest)
+    if(NOT EXISTS "${URT_FULL_PREFIX}/${file}")
+      list(APPEND missing "${file}")
+    endif()
+  endforeach()
+  if(missing)
+    list(JOIN missing "\n  " missing)
+    message(FATAL_ERROR "install_consumer: `cmake --install` into ${URT_FULL_PREFIX} lacks:\n"
+                        "  ${missing}")
+  endif()
+
+  # The installed urt-cyclictest runs from the prefix alone (a shared liburt
+  # through its RPATH: no LD_LIBRARY_PATH here), without root: --help, then
+  # a 10-release measurement at SCHED_OTHER.
+  urt_capture(help "the installed urt-cyclictest --help" "${bin}/urt-cyclictest" --help)
+  if(NOT help MATCHES "Usage: ")
+    message(FATAL_ERROR "install_consumer: urt-cyclictest --help printed no usage:\n${help}")
+  endif()
+  urt_capture(out "a 10-loop run of the installed urt-cyclictest"
+              "${bin}/urt-cyclictest" -t 1 -i 1000 -l 10 -q --policy=other)
+  if(NOT out MATCHES "T: 0 [^\n]* C: +10 ")
+    message(FATAL_ERROR "install_consumer: urt-cyclictest -l 10 did not report 10 cycles:\n${out}")
+  endif()
+
+  # The installed compare-cyclictest runs (its shebang finds python3) and by
+  # default uses the urt-cyclictest installed next to it, not one in a build
+  # tree or on PATH. Its --help names the binary it would run; argparse wraps
+  # the text, so compare it with the line breaks and indentation taken out.
+  urt_capture(help "the installed compare-cyclictest --help" "${bin}/compare-cyclictest" --help)
+  string(REGEX REPLACE "\n *" "" help_joined "${help}")
+  file(REAL_PATH "${bin}/urt-cyclictest" installed)
+  string(FIND "${help_joined}" "here ${installed})" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "install_consumer: the installed compare-cyclictest does not default to "
+                        "${installed}; its --help says:\n${help}")
+  endif()
+  message(STATUS "install_consumer: ${URT_INSTALL_BINDIR}/urt-cyclictest and "
+                 "${URT_INSTALL_BINDIR}/compare-cyclictest installed and run")
+
 else()
   message(FATAL_ERROR "install_consumer: unknown -DURT_STEP=${URT_STEP} "
-                      "(install, cmake, pkgconfig or pkgconfig-static)")
+                      "(install, cmake, pkgconfig, pkgconfig-static or install-all)")
 endif()
