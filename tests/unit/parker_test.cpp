@@ -79,9 +79,12 @@ TEST_CASE("parker: parked for a release, it wakes by the alarm and never before 
 
 TEST_CASE("parker: timer_spin wakes early and spins to the release instead of parking") {
   auto cfg = at_release();
-  cfg.timer_spin = std::chrono::milliseconds{5};  // longer than the wait: never parks
+  // An advance longer than the wait: it never parks, and spins the whole
+  // 20 ms (long enough that even a loaded machine runs it before the
+  // release, so some of it is spun).
+  cfg.timer_spin = std::chrono::seconds{1};
   bench_parker b(cfg);
-  const auto release = urt::clock::now() + std::chrono::microseconds{300};
+  const auto release = urt::clock::now() + std::chrono::milliseconds{20};
   b.idle(release);
   CHECK(urt::clock::now() >= release);
   CHECK(b.get(b.counters.parks) == 0);
