@@ -266,11 +266,13 @@ elseif(URT_STEP STREQUAL "install-all")
   # The installed compare-cyclictest runs (its shebang finds python3) and by
   # default uses the urt-cyclictest installed next to it, not one in a build
   # tree or on PATH. Its --help names the binary it would run; argparse wraps
-  # the text, so compare it with the line breaks and indentation taken out.
+  # the text wherever the path's length puts a line end (after a space or a
+  # hyphen), so compare both with every blank and line break taken out.
   urt_capture(help "the installed compare-cyclictest --help" "${bin}/compare-cyclictest" --help)
-  string(REGEX REPLACE "\n *" "" help_joined "${help}")
+  string(REGEX REPLACE "[ \n]+" "" help_joined "${help}")
   file(REAL_PATH "${bin}/urt-cyclictest" installed)
-  string(FIND "${help_joined}" "here ${installed})" at)
+  string(REGEX REPLACE "[ \n]+" "" installed_joined "${installed}")
+  string(FIND "${help_joined}" "here${installed_joined})" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "install_consumer: the installed compare-cyclictest does not default to "
                         "${installed}; its --help says:\n${help}")
