@@ -411,6 +411,15 @@ void worker::run_task(task_node* node) noexcept {
   }
 }
 
+namespace {
+// t + d for d >= 0, saturating at time_point::max(): a release past the
+// clock's range never comes (the timer queue keeps it last and the parker
+// sets no alarm for max()), so such a series waits for stop().
+clock::time_point saturating_add(clock::time_point t, clock::duration d) noexcept {
+  return t > clock::time_point::max() - d ? clock::time_point::max() : t + d;
+}
+}  // namespace
+
 void worker::rearm_series(task_node* node, periodic_state& series) noexcept {
   // Release k + 1 is start + (k + 1) * period: drift-free. After an
   // overrun the next releases are already due: catch_up runs them,
@@ -419,7 +428,7 @@ void worker::rearm_series(task_node* node, periodic_state& series) noexcept {
   // series ends at its next release. Acquire: as in release_due().
   if (shared_.state.load(std::memory_order_relaxed) == run_state::running &&
       !series.cancelled.load(std::memory_order_acquire)) {
-    node->release += node->period;
+    node->release = saturating_add(node->release, node->period);
     if (series.overrun == overrun_policy::skip) {
       const clock::time_point now = clock::now();
       if (node->release < now) {
