@@ -84,3 +84,49 @@ TEST_CASE("reliability: a series whose next release saturates is dropped by stop
   CHECK(rt.stop(urt::stop_mode::cancel) == 1);
   CHECK(runs.load() == 1);
 }
+
+// ------------------------------------------------ every(): skip from time_point::min()
+
+namespace {
+// Time points as unsigned offsets from time_point::min(): differences of
+// any two are exact in std::uint64_t.
+std::uint64_t from_min(urt::clock::time_point t) {
+  return static_cast<std::uint64_t>(t.time_since_epoch().count()) -
+         static_cast<std::uint64_t>(urt::clock::time_point::min().time_since_epoch().count());
+}
+}  // namespace
+
+TEST_CASE("reliability: a skip series started at time_point::min() counts its missed releases") {
+  urt::runtime rt(one_worker());
+  constexpr auto period = 1ms;
+  constexpr auto period_ns = static_cast<std::uint64_t>(std::chrono::nanoseconds{period}.count());
+  std::atomic<int> runs{0};
+  std::atomic<std::uint64_t> second_release{0};
+  const urt::clock::time_point before = urt::clock::now();
+  urt::periodic_task series = rt.every(
+      period, urt::task_spec{},
+      [&] {
+        if (runs.load() == 1) second_release.store(from_min(urt::this_task::release_time()));
+        runs.fetch_add(1);
+        runs.notify_all();
+      },
+      urt::clock::time_point::min(), urt::overrun_policy::skip);
+  wait_for(runs, 2);
+  const std::uint64_t skipped = series.skipped();
+  const urt::clock::time_point after = urt::clock::now();
+  series.cancel();
+  rt.stop();
+  // Release 0 ran at min(); the grid points from min() + period up to the
+  // one before the second release were skipped: about (now - min) / period,
+  // a large but exact count, never a wrapped one. (A later overrun may have
+  // skipped a few more by the time it is read.)
+  CAPTURE(skipped);
+  CHECK(skipped >= (from_min(before) - period_ns) / period_ns);
+  CHECK(skipped <= from_min(after) / period_ns);
+  // The second release ran on the grid, at or after the time it was
+  // computed, as release skipped + 1 when nothing else was skipped since.
+  const std::uint64_t second = second_release.load();
+  CHECK(second % period_ns == 0);
+  CHECK(second >= from_min(before));
+  CHECK(second / period_ns <= skipped + 1);
+}
