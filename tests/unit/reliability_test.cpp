@@ -130,3 +130,55 @@ TEST_CASE("reliability: a skip series started at time_point::min() counts its mi
   CHECK(second >= from_min(before));
   CHECK(second / period_ns <= skipped + 1);
 }
+
+// ------------------------------------------------ options: wait lengths up to 1 s
+
+namespace {
+
+// The what() of the exception `fn` throws, which must be exactly of type E.
+template <class E, class Fn>
+std::string thrown(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    CHECK_MESSAGE(typeid(e) == typeid(E), "threw " << typeid(e).name() << ": " << e.what());
+    return e.what();
+  }
+  FAIL_CHECK("nothing was thrown");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("reliability: ipi_timeout, idle_spin and timer_spin above 1 s are rejected by name") {
+  const auto with = [](auto set) {
+    urt::runtime_options o = one_worker();
+    set(o);
+    return thrown<std::invalid_argument>([&] { urt::runtime rt(o); });
+  };
+  constexpr auto huge = std::chrono::nanoseconds::max();
+  CHECK(with([&](auto& o) { o.ipi_timeout = huge; }) ==
+        "runtime_options.ipi_timeout: 9223372036854775807ns is above 1000000000ns (1 s)");
+  CHECK(with([&](auto& o) { o.idle_spin = huge; }) ==
+        "runtime_options.idle_spin: 9223372036854775807ns is above 1000000000ns (1 s)");
+  CHECK(with([&](auto& o) { o.timer_spin = huge; }) ==
+        "runtime_options.timer_spin: 9223372036854775807ns is above 1000000000ns (1 s)");
+  CHECK(with([&](auto& o) { o.ipi_timeout = 1s + 1ns; }) ==
+        "runtime_options.ipi_timeout: 1000000001ns is above 1000000000ns (1 s)");
+  CHECK(urt::runtime_options::max_wait == 1s);
+
+  // The limit itself is accepted, and a runtime runs with it.
+  urt::runtime_options o = one_worker();
+  o.ipi_timeout = urt::runtime_options::max_wait;
+  o.idle_spin = urt::runtime_options::max_wait;
+  o.timer_spin = urt::runtime_options::max_wait;
+  CHECK_NOTHROW(o.validate());
+  urt::runtime rt(o);
+  std::atomic<int> runs{0};
+  rt.spawn_at(urt::clock::now() + 1ms, urt::task_spec{}, [&] {
+    runs.fetch_add(1);
+    runs.notify_all();
+  });
+  wait_for(runs, 1);
+  CHECK(rt.stop() == 0);
+}
