@@ -182,3 +182,14 @@ TEST_CASE("reliability: ipi_timeout, idle_spin and timer_spin above 1 s are reje
   wait_for(runs, 1);
   CHECK(rt.stop() == 0);
 }
+
+// ------------------------------------------------ parse_cpulist at UINT_MAX
+
+TEST_CASE("reliability: parse_cpulist ranges ending at UINT_MAX end") {
+  constexpr unsigned top = UINT_MAX;
+  CHECK(urt::parse_cpulist("4294967295", "f", top) == std::vector<unsigned>{top});
+  CHECK(urt::parse_cpulist("4294967293-4294967295", "f", top) ==
+        std::vector<unsigned>{top - 2, top - 1, top});
+  CHECK(urt::parse_cpulist("4294967295,0-1,4294967295-4294967295", "f", top) ==
+        std::vector<unsigned>{0, 1, top});
+}
