@@ -269,3 +269,35 @@ TEST_CASE("reliability: a runtime that fails at the open-file limit closes every
   CHECK_MESSAGE(WEXITSTATUS(status) != 2, "no construction failed at any limit");
   CHECK(WEXITSTATUS(status) == 0);
 }
+
+// ------------------------------------------------ node pool growth
+
+TEST_CASE("reliability: the node pool grows to many chunks with geometric bookkeeping") {
+  namespace pool = urt::detail::node_pool;
+  constexpr std::size_t chunks = 512;
+  std::vector<urt::detail::task_node*> live;
+  live.reserve(chunks * pool::pool_batch);
+  std::set<std::size_t> chunk_capacities;
+  std::set<std::size_t> free_capacities;
+  bool room_for_every_node = true;
+  for (std::size_t i = 0; i < chunks * pool::pool_batch; ++i) {
+    live.push_back(pool::allocate());
+    const pool::depot_shape s = pool::shape();
+    // give() never allocates: the free list has room for every node.
+    room_for_every_node = room_for_every_node && s.free_capacity >= s.chunks * pool::pool_batch &&
+                          s.chunk_capacity >= s.chunks;
+    chunk_capacities.insert(s.chunk_capacity);
+    free_capacities.insert(s.free_capacity);
+  }
+  CHECK(room_for_every_node);
+  const pool::depot_shape grown = pool::shape();
+  CHECK(grown.chunks >= chunks);
+  // Growing one chunk at a time to 512 chunks resized each vector 512
+  // times when it reserved one more; doubling does it about log2(512) times.
+  CAPTURE(chunk_capacities.size());
+  CAPTURE(free_capacities.size());
+  CHECK(chunk_capacities.size() <= 16);
+  CHECK(free_capacities.size() <= 16);
+  CHECK(std::set<urt::detail::task_node*>(live.begin(), live.end()).size() == live.size());
+  for (urt::detail::task_node* n : live) pool::release(n);
+}
