@@ -301,3 +301,20 @@ TEST_CASE("reliability: the node pool grows to many chunks with geometric bookke
   CHECK(std::set<urt::detail::task_node*>(live.begin(), live.end()).size() == live.size());
   for (urt::detail::task_node* n : live) pool::release(n);
 }
+
+// ------------------------------------------------ stop(): unknown modes
+
+TEST_CASE("reliability: stop() rejects a value that is not a stop_mode, before stopping anything") {
+  urt::runtime rt(one_worker());
+  CHECK(thrown<std::invalid_argument>([&] { rt.stop(static_cast<urt::stop_mode>(9)); }) ==
+        "runtime::stop: mode 9 is not a stop_mode");
+  // Still running: a spawn is accepted and runs.
+  std::atomic<int> runs{0};
+  rt.spawn(urt::task_spec{}, [&] {
+    runs.fetch_add(1);
+    runs.notify_all();
+  });
+  wait_for(runs, 1);
+  CHECK(rt.stop(urt::stop_mode::cancel) == 0);
+  CHECK(runs.load() == 1);
+}
