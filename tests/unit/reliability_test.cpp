@@ -318,3 +318,93 @@ TEST_CASE("reliability: stop() rejects a value that is not a stop_mode, before s
   CHECK(rt.stop(urt::stop_mode::cancel) == 0);
   CHECK(runs.load() == 1);
 }
+
+// ------------------------------------------------ oversized topology sources
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+urt::topology synthetic(const std::string& description) {
+  const urt::topology_options options{.source = urt::topology_source::synthetic(description)};
+  return urt::topology(options);
+}
+
+// A file under the temp directory, removed when the scope ends.
+struct temp_path {
+  std::filesystem::path path = std::filesystem::temp_directory_path() /
+                               ("urt_reliability_" + std::to_string(::getpid()) + ".xml");
+  temp_path() = default;
+  temp_path(const temp_path&) = delete;
+  temp_path& operator=(const temp_path&) = delete;
+  ~temp_path() {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("reliability: a synthetic topology of over urt::max_workers PUs is rejected unloaded") {
+  // Sized from the description (the product of its arities), so even a
+  // huge one is rejected at once instead of after hwloc built it.
+  for (const auto& [text, count] : std::vector<std::pair<std::string, std::string>>{
+           {"pu:1025", "1025"},
+           {"pu:16384", "16384"},
+           {"pack:4 core:16 pu:17", "1088"},
+           {"pack:2 [numa(memory=1GB)] l3:8(size=32MB) core:64 pu:2", "2048"},
+           {"pu:0x401", "1025"},
+           {"4 16 17", "1088"},
+           {"pack:65536 core:65536 pu:65536", "281474976710656"},
+       }) {
+    CAPTURE(text);
+    const std::string message = thrown<std::invalid_argument>([&] { synthetic(text); });
+    CHECK(message == "topology.synthetic: \"" + text + "\" has " + count +
+                         " PUs, more than urt::max_workers (1024)");
+    urt::runtime_options o = one_worker();
+    o.topology = urt::topology_source::synthetic(text);
+    const std::string from_runtime = thrown<std::invalid_argument>([&] { urt::runtime rt(o); });
+    CHECK(contains(from_runtime, "runtime_options.topology"));
+    CHECK(contains(from_runtime, count + " PUs"));
+    CHECK_FALSE(contains(from_runtime, "runtime_options.cpus"));
+  }
+  // Up to the limit they load as before, attributes and attached NUMA nodes included.
+  CHECK(synthetic("pack:2 [numa(memory=1GB)] l3:8(size=32MB) core:8 pu:2").worker_count() == 256);
+  CHECK(synthetic("pack:4 core:16 pu:16").worker_count() == 1024);
+  CHECK(synthetic("2 4").worker_count() == 8);
+  CHECK(contains(thrown<std::invalid_argument>([] { synthetic("pu:many"); }), "cannot parse"));
+}
+
+TEST_CASE("reliability: an XML topology source must be a regular file of at most max_xml_bytes") {
+  CHECK(urt::topology::max_xml_bytes == 16u * 1024 * 1024);
+  const auto xml = [](const std::string& path) {
+    return thrown<std::invalid_argument>(
+        [&] { urt::topology t(urt::topology_options{.source = urt::topology_source::xml(path)}); });
+  };
+  CHECK(xml("/dev/zero") == "topology.xml: \"/dev/zero\" is not a regular file");
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  CHECK(xml(dir) == "topology.xml: \"" + dir + "\" is not a regular file");
+  temp_path big;
+  {
+    // Sparse: no disk space, but one byte above the limit.
+    const int fd = ::open(big.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(::ftruncate(fd, static_cast<off_t>(urt::topology::max_xml_bytes + 1)) == 0);
+    ::close(fd);
+  }
+  CHECK(xml(big.path.string()) == "topology.xml: \"" + big.path.string() + "\" has " +
+                                      std::to_string(urt::topology::max_xml_bytes + 1) +
+                                      " bytes, more than 16777216 (16 MiB)");
+  // A file within the limit still loads, through the runtime too.
+  {
+    const urt::topology t = synthetic("pack:2 core:2 pu:2");
+    t.save_xml(big.path.string());
+  }
+  urt::runtime_options o = one_worker();
+  o.topology = urt::topology_source::xml(big.path.string());
+  urt::runtime rt(o);
+  CHECK(rt.worker_count() == 8);
+  CHECK(rt.stop() == 0);
+}
