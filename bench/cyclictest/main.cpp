@@ -241,6 +241,10 @@ int run(options o) {
   const std::size_t workers = rt->worker_count();
   const unsigned nthreads =
       o.threads < 0 ? static_cast<unsigned>(workers) : static_cast<unsigned>(o.threads);
+  if (const std::string error = check_intervals(o, nthreads); !error.empty()) {
+    rt->stop();  // -t without a number: the worker count was needed to check
+    usage_error(error);
+  }
   const std::size_t buckets = o.histogram_us != 0 ? o.histogram_us : default_buckets;
   const std::size_t outliers = o.histogram_us != 0 ? o.histogram_us : 0;
   threads.reserve(nthreads);
