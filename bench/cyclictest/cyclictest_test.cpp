@@ -781,3 +781,15 @@ TEST_CASE("binary: a thread interval above 2^40 us exits 2 before running") {
         std::string::npos);
   CHECK(slurp(out.path).find("T: 0") == std::string::npos);  // nothing was measured
 }
+
+TEST_CASE("options: -t is at most urt::max_workers") {
+  CHECK(max_threads == 1024);
+  REQUIRE(parse({"-t", "1024"}).ok());
+  for (const std::string t : {"1025", "10000", "65536"}) {
+    CAPTURE(t);
+    CHECK(parse({"-t", t}).error == "-t/--threads: '" + t + "' is out of range 1..1024");
+  }
+  temp_file err("err");
+  CHECK(run_binary("-t 65536 -l 1 -q --policy=other", "/dev/null", err.path) == 2);
+  CHECK(slurp(err.path).find("-t/--threads: '65536' is out of range 1..1024") != std::string::npos);
+}

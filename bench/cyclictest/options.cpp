@@ -279,7 +279,7 @@ parse_result parse_options(int argc, char** argv) {
         if (value == nullptr) {
           o.threads = -1;  // one per worker
         } else {
-          number(c, value, 1, static_cast<int>(urt::max_workers) * 64, o.threads, err);
+          number(c, value, 1, max_threads, o.threads, err);
         }
         break;
       }
@@ -480,8 +480,8 @@ std::string usage(std::string_view program) {
          "                          the workers SCHED_FIFO at PRIO, like cyclictest's\n"
          "                          threads (falls back to SCHED_OTHER when refused)\n"
          "-q       --quiet          print a summary only on exit\n"
-         "-t [NUM] --threads[=NUM]  number of measuring tasks (one periodic task each);\n"
-         "                          without NUM one per worker; without -t 1\n"
+         "-t [NUM] --threads[=NUM]  number of measuring tasks, 1..1024 (one periodic task\n"
+         "                          each); without NUM one per worker; without -t 1\n"
          "\n"
          "urt's options:\n"
          "         --topology=system|synthetic:DESCRIPTION|xml:PATH  default system\n"
