@@ -793,3 +793,24 @@ TEST_CASE("options: -t is at most urt::max_workers") {
   CHECK(run_binary("-t 65536 -l 1 -q --policy=other", "/dev/null", err.path) == 2);
   CHECK(slurp(err.path).find("-t/--threads: '65536' is out of range 1..1024") != std::string::npos);
 }
+
+TEST_CASE("binary: an unwritable --json or --histfile exits 2 before running") {
+  const std::string missing_dir =
+      (std::filesystem::temp_directory_path() / "urt-cyclictest-no-such-dir").string();
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  temp_file out("out");
+  temp_file err("err");
+  for (const std::string& args :
+       {"--json=" + missing_dir + "/x.json", "--json=" + dir,
+        "-h 10 --histfile=" + missing_dir + "/x.hist", "-h 10 --histfile=" + dir}) {
+    CAPTURE(args);
+    // -l 1000 -i 1000: a second of measurement, were the run to start.
+    CHECK(run_binary("-t 1 -i 1000 -l 1000 -q --policy=other " + args, out.path, err.path) == 2);
+    const std::string text = slurp(err.path);
+    CAPTURE(text);
+    const std::string flag = args.find("--json") != std::string::npos ? "--json" : "--histfile";
+    const std::string path = args.substr(args.find('=') + 1);
+    CHECK(text.find(flag + ": '" + path + "' cannot be opened for writing: ") != std::string::npos);
+    CHECK(slurp(out.path).find("T: 0") == std::string::npos);  // nothing was measured
+  }
+}

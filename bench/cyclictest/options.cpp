@@ -511,8 +511,9 @@ std::string usage(std::string_view program) {
          "                          each busy-spinning ~100 us and respawning itself\n"
          "         --help           print this text and exit\n"
          "\n"
-         "Bad options exit with status 2. SIGINT/SIGTERM end the run; the summary,\n"
-         "histogram and JSON are still written.\n";
+         "Bad options, and --json or --histfile paths that cannot be opened for\n"
+         "writing, exit with status 2 before the run. SIGINT/SIGTERM end the run;\n"
+         "the summary, histogram and JSON are still written.\n";
 }
 
 }  // namespace urt_cyclictest
