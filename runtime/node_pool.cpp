@@ -33,12 +33,23 @@ class depot {
     std::lock_guard lock(mutex_);
     free_.insert(free_.end(), in, in + n);
   }
+  depot_shape shape() noexcept {
+    std::lock_guard lock(mutex_);
+    return {chunks_.size(), chunks_.capacity(), free_.capacity()};
+  }
 
  private:
   void grow() {
+    // Everything that may throw comes first: a failed grow changes nothing
+    // but spare capacity. Both lists double when full (amortized O(1) per
+    // chunk); reserving just one more chunk copied the whole chunk list
+    // under the mutex on every grow, quadratic in the pool's size.
     auto block = std::make_unique<task_node[]>(pool_batch);
-    free_.reserve((chunks_.size() + 1) * pool_batch);
-    chunks_.reserve(chunks_.size() + 1);
+    const std::size_t nodes = (chunks_.size() + 1) * pool_batch;
+    if (free_.capacity() < nodes) free_.reserve(std::max(nodes, 2 * free_.capacity()));
+    if (chunks_.size() == chunks_.capacity()) {
+      chunks_.reserve(std::max<std::size_t>(16, 2 * chunks_.capacity()));
+    }
     for (std::size_t i = pool_batch; i-- > 0;) free_.push_back(&block[i]);
     chunks_.push_back(std::move(block));
   }
@@ -75,6 +86,8 @@ task_node* allocate() {
   }
   return node;
 }
+
+depot_shape shape() noexcept { return depot::instance().shape(); }
 
 void release(task_node* node) noexcept {
   magazine& m = local();

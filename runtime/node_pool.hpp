@@ -22,6 +22,17 @@ inline constexpr std::size_t pool_batch = 64;
 task_node* allocate();
 /// Returns a node whose payload has been consumed.
 void release(task_node* node) noexcept;
+
+/// The depot's bookkeeping, for tests: chunks of pool_batch nodes allocated
+/// so far and the capacities of the chunk list and of the free list (at
+/// least chunks * pool_batch, so that returning nodes never allocates).
+struct depot_shape {
+  std::size_t chunks = 0;
+  std::size_t chunk_capacity = 0;
+  std::size_t free_capacity = 0;
+};
+/// Takes the depot's mutex.
+depot_shape shape() noexcept;
 }  // namespace node_pool
 
 }  // namespace urt::detail

@@ -29,6 +29,17 @@ void check_enum(std::string_view field, E value, std::string_view type, std::ini
                         std::string(type));
 }
 
+// A wait length (idle_spin, timer_spin, ipi_timeout) is at most max_wait.
+void check_wait(std::string_view field, std::chrono::nanoseconds value) {
+  if (value > runtime_options::max_wait) {
+    bad_option(field, ns_text(value) + " is above " + ns_text(runtime_options::max_wait) + " (" +
+                          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                             runtime_options::max_wait)
+                                             .count()) +
+                          " s)");
+  }
+}
+
 }  // namespace
 
 void runtime_options::validate() const {
@@ -40,7 +51,9 @@ void runtime_options::validate() const {
                                : "the synthetic description is empty");
   }
   if (idle_spin.count() < 0) bad_option("idle_spin", ns_text(idle_spin) + " is negative");
+  check_wait("idle_spin", idle_spin);
   if (timer_spin.count() < 0) bad_option("timer_spin", ns_text(timer_spin) + " is negative");
+  check_wait("timer_spin", timer_spin);
   check_enum("idle_spin_policy", idle_spin_policy, "spin_policy",
              {spin_policy::fixed, spin_policy::adaptive});
   check_enum("timer_wake", timer_wake, "timer_wake_mode",
@@ -60,6 +73,7 @@ void runtime_options::validate() const {
   check_enum("migration", migration, "migration_mode",
              {migration_mode::push_ipi, migration_mode::pull, migration_mode::none});
   if (ipi_timeout.count() <= 0) bad_option("ipi_timeout", ns_text(ipi_timeout) + " is not positive");
+  check_wait("ipi_timeout", ipi_timeout);
   check_enum("lock_memory", lock_memory, "memory_lock", {memory_lock::none, memory_lock::all});
   detail::validate_bandwidth(bandwidth, "runtime_options.bandwidth");
 }

@@ -331,6 +331,10 @@ runtime::spawn_ticket::~spawn_ticket() {
 detail::task_payload* runtime::spawn_ticket::payload() const noexcept { return &node_->payload; }
 
 std::size_t runtime::stop(stop_mode mode) {
+  if (mode != stop_mode::drain && mode != stop_mode::cancel) {
+    throw std::invalid_argument("runtime::stop: mode " + std::to_string(static_cast<int>(mode)) +
+                                " is not a stop_mode");
+  }
   if (worker::current_in(impl_.get()) != nullptr) {
     throw std::logic_error("runtime::stop: called from inside one of its own tasks, "
                            "which it would wait for");

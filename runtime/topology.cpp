@@ -1,12 +1,19 @@
 #include "urt/topology.hpp"
 
+#include <fcntl.h>
 #include <hwloc.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -48,8 +55,120 @@ std::string list_string(hwloc_const_bitmap_t set) {
   return out;
 }
 
+// The number of PUs a synthetic description builds: the product of its
+// levels' arities, read as hwloc 2.x's parser reads them (an optional
+// "(attributes)" for the root; then, separated by spaces, "[numa...]"
+// attached objects, which add no level, and levels "type:N" or "N" with
+// N in strtoul's base-0 syntax, each optionally followed by
+// "(attributes)"). Saturates at UINT64_MAX. nullopt when it does not parse.
+std::optional<std::uint64_t> synthetic_pus(const std::string& text) {
+  const char* pos = text.c_str();
+  if (*pos == '(') {
+    pos = std::strchr(pos, ')');
+    if (pos == nullptr) return std::nullopt;
+    ++pos;
+  }
+  std::uint64_t pus = 1;
+  bool any_level = false;
+  for (;;) {
+    while (*pos == ' ' || *pos == '\n') ++pos;
+    if (*pos == '\0') break;
+    if (*pos == '[') {
+      pos = std::strchr(pos, ']');
+      if (pos == nullptr) return std::nullopt;
+      ++pos;
+      continue;
+    }
+    if (*pos < '0' || *pos > '9') {
+      pos = std::strchr(pos, ':');
+      if (pos == nullptr) return std::nullopt;
+      ++pos;
+    }
+    char* end = nullptr;
+    const unsigned long arity = std::strtoul(pos, &end, 0);
+    if (end == pos || arity == 0 || arity > UINT_MAX) return std::nullopt;
+    pus = pus > std::numeric_limits<std::uint64_t>::max() / arity
+              ? std::numeric_limits<std::uint64_t>::max()
+              : pus * arity;
+    any_level = true;
+    pos = end;
+    if (*pos == '(') {
+      pos = std::strchr(pos, ')');
+      if (pos == nullptr) return std::nullopt;
+      ++pos;
+    }
+  }
+  if (!any_level) return std::nullopt;
+  return pus;
+}
+
+// Checks the size of a synthetic description before hwloc builds it (a
+// large one takes hwloc minutes, and more PUs than urt::max_workers cannot
+// become a runtime anyway).
+void check_synthetic(const std::string& text) {
+  const std::optional<std::uint64_t> pus = synthetic_pus(text);
+  if (!pus) throw std::invalid_argument("topology.synthetic: cannot parse " + quoted(text));
+  if (*pus > max_workers) {
+    const bool saturated = *pus == std::numeric_limits<std::uint64_t>::max();
+    throw std::invalid_argument("topology.synthetic: " + quoted(text) + " has " +
+                                (saturated ? "at least " : "") + std::to_string(*pus) +
+                                " PUs, more than urt::max_workers (" +
+                                std::to_string(max_workers) + ")");
+  }
+}
+
+// The text of an XML topology file, read here rather than by hwloc so that
+// it is checked first: a regular file of at most topology::max_xml_bytes
+// (a path to /dev/zero, a FIFO or a huge file would otherwise be read,
+// gigabytes of it, before hwloc fails).
+std::string read_xml(const std::string& path) {
+  const auto cannot_read = [&path](int err) {
+    return std::invalid_argument("topology.xml: cannot read " + quoted(path) + ": " +
+                                 errno_text(err));
+  };
+  // O_NONBLOCK: opening a FIFO must not wait for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw cannot_read(errno);
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } const guard{fd};
+  const auto too_big = [&path](std::uint64_t bytes) {
+    return std::invalid_argument("topology.xml: " + quoted(path) + " has " + std::to_string(bytes) +
+                                 " bytes, more than " + std::to_string(topology::max_xml_bytes) +
+                                 " (" + std::to_string(topology::max_xml_bytes >> 20) + " MiB)");
+  };
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw cannot_read(errno);
+  if (!S_ISREG(st.st_mode)) {
+    throw std::invalid_argument("topology.xml: " + quoted(path) + " is not a regular file");
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > topology::max_xml_bytes) {
+    throw too_big(static_cast<std::uint64_t>(st.st_size));
+  }
+  std::string text;
+  text.reserve(static_cast<std::size_t>(st.st_size));
+  std::vector<char> buffer(64 * 1024);
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw cannot_read(errno);
+    }
+    if (n == 0) break;
+    text.append(buffer.data(), static_cast<std::size_t>(n));
+    if (text.size() > topology::max_xml_bytes) throw too_big(text.size());  // it grew
+  }
+  return text;
+}
+
 // Creates the hwloc topology for `source` and loads it; every failure destroys it.
 topology_ptr load(const topology_source& source) {
+  // A synthetic description is sized and an XML file read before any hwloc call.
+  std::string xml_text;  // hwloc reads it until hwloc_topology_load() returns
+  if (source.kind == topology_kind::synthetic) check_synthetic(source.text);
+  if (source.kind == topology_kind::xml) xml_text = read_xml(source.text);
+
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) {
     throw std::runtime_error("topology: hwloc_topology_init failed: " + errno_text(errno));
@@ -77,19 +196,14 @@ topology_ptr load(const topology_source& source) {
         throw std::invalid_argument("topology.synthetic: cannot parse " + quoted(source.text));
       }
       break;
-    case topology_kind::xml: {
-      std::FILE* f = std::fopen(source.text.c_str(), "r");
-      if (f == nullptr) {
-        throw std::invalid_argument("topology.xml: cannot read " + quoted(source.text) + ": " +
-                                    errno_text(errno));
-      }
-      std::fclose(f);
-      if (hwloc_topology_set_xml(t.get(), source.text.c_str()) != 0) {
+    case topology_kind::xml:
+      // The size includes the terminating '\0', as hwloc's own export gives it.
+      if (hwloc_topology_set_xmlbuffer(t.get(), xml_text.c_str(),
+                                       static_cast<int>(xml_text.size() + 1)) != 0) {
         throw std::invalid_argument("topology.xml: cannot load " + quoted(source.text) +
                                     ": not a valid hwloc XML topology");
       }
       break;
-    }
   }
 
   if (hwloc_topology_load(t.get()) != 0) {

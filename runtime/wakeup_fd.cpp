@@ -4,6 +4,14 @@
 
 namespace urt::detail {
 
+wakeup_fd::wakeup_fd(asio::io_context& io, int fd) try : fd_(io, fd) {
+} catch (...) {
+  // The descriptor did not take `fd`: the io_context's first descriptor
+  // creates its reactor (an epoll fd and an eventfd), which fails at the
+  // open-file limit, or registering `fd` failed. Nobody else owns it.
+  ::close(fd);
+}  // rethrows
+
 void wakeup_fd::arm() {
   if (waiting_) return;
   waiting_ = true;

@@ -24,8 +24,10 @@ namespace urt::detail {
 
 class wakeup_fd {
  public:
-  /// Takes ownership of `fd` (non-blocking) and binds it to `io`.
-  wakeup_fd(asio::io_context& io, int fd) : fd_(io, fd) {}
+  /// Takes ownership of `fd` (non-blocking) and binds it to `io`. Throws
+  /// std::system_error when `io` cannot wait on it (its reactor cannot be
+  /// set up, e.g. at the open-file limit); `fd` is closed then too.
+  wakeup_fd(asio::io_context& io, int fd);
   wakeup_fd(const wakeup_fd&) = delete;
   wakeup_fd& operator=(const wakeup_fd&) = delete;
 

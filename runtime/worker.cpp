@@ -371,6 +371,15 @@ void worker::run_task(task_node* node) noexcept {
   }
 }
 
+namespace {
+// t + d for d >= 0, saturating at time_point::max(): a release past the
+// clock's range never comes (the timer queue keeps it last and the parker
+// sets no alarm for max()), so such a series waits for stop().
+clock::time_point saturating_add(clock::time_point t, clock::duration d) noexcept {
+  return t > clock::time_point::max() - d ? clock::time_point::max() : t + d;
+}
+}  // namespace
+
 void worker::rearm_series(task_node* node, periodic_state& series) noexcept {
   // Release k + 1 is start + (k + 1) * period: drift-free. After an
   // overrun the next releases are already due: catch_up runs them,
@@ -379,14 +388,23 @@ void worker::rearm_series(task_node* node, periodic_state& series) noexcept {
   // series ends at its next release. Acquire: as in release_due().
   if (shared_.state.load(std::memory_order_relaxed) == run_state::running &&
       !series.cancelled.load(std::memory_order_acquire)) {
-    node->release += node->period;
+    node->release = saturating_add(node->release, node->period);
     if (series.overrun == overrun_policy::skip) {
       const clock::time_point now = clock::now();
       if (node->release < now) {
-        const auto missed = (now - node->release + node->period - clock::duration{1}) / node->period;
-        node->release += missed * node->period;
-        series.skipped.store(series.skipped.load(std::memory_order_relaxed) +
-                                 static_cast<std::uint64_t>(missed),
+        // In unsigned arithmetic, where now - release is exact for any
+        // start (time_point::min() included): the releases in [release,
+        // now) are skipped, the next is the first grid point at or after
+        // now, now + (period - gap % period) % period.
+        const std::uint64_t gap =
+            static_cast<std::uint64_t>(now.time_since_epoch().count()) -
+            static_cast<std::uint64_t>(node->release.time_since_epoch().count());
+        const auto period = static_cast<std::uint64_t>(node->period.count());
+        const std::uint64_t rest = gap % period;
+        const std::uint64_t missed = gap / period + (rest != 0 ? 1 : 0);
+        node->release = saturating_add(
+            now, clock::duration{static_cast<clock::rep>(rest != 0 ? period - rest : 0)});
+        series.skipped.store(series.skipped.load(std::memory_order_relaxed) + missed,
                              std::memory_order_relaxed);
       }
     }

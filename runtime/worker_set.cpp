@@ -51,7 +51,11 @@ std::vector<unsigned> parse_cpulist(std::string_view text, std::string_view fiel
                     "range " + std::to_string(lo) + "-" + std::to_string(hi) + " is reversed");
       }
     }
-    for (unsigned i = lo; i <= hi; ++i) out.push_back(i);
+    // Stops at hi, not past it: ++i after UINT_MAX would wrap to 0.
+    for (unsigned i = lo;; ++i) {
+      out.push_back(i);
+      if (i == hi) break;
+    }
     if (rest.empty()) break;
     if (rest.front() != ',') bad_cpulist(field, text, "unexpected '" + std::string(1, rest.front()) + "'");
     rest.remove_prefix(1);

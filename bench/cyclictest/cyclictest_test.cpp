@@ -743,3 +743,74 @@ TEST_CASE("binary: SIGINT ends an endless run cleanly and the summary and JSON a
   CHECK(j["urt"]["load"]["tasks_per_worker"].num() == 1);
   CHECK(slurp(out.path).find("T: 0 p50:") != std::string::npos);
 }
+
+// ---------------------------------------------------------------- limits
+
+TEST_CASE("options: no measuring thread's interval may exceed 2^40 us") {
+  CHECK(max_interval_us == std::uint64_t{1} << 40);
+  // interval + n * distance for thread n: -i 1 -d 2^40 - 1 puts thread 1
+  // exactly at the limit and thread 2 past it.
+  CHECK(parse({"-t", "2", "-i", "1", "-d", "1099511627775"}).ok());
+  parse_result r = parse({"-t", "3", "-i", "1", "-d", "1099511627775"});
+  CHECK(r.error ==
+        "-d/--distance: '1099511627775' gives thread 2 an interval of 1 + 2 * 1099511627775 us, "
+        "above the limit of 1099511627776 us");
+  r = parse({"-t", "1000", "-i", "1", "-d", "1099511627776"});
+  CHECK(r.error.find("-d/--distance: '1099511627776' gives thread 999 an interval") == 0);
+  // With -h every thread runs at -i (cyclictest ignores -d then).
+  CHECK(parse({"-t", "1000", "-i", "1", "-d", "1099511627776", "-h", "10"}).ok());
+  // -t without a number: checked once the worker count is known.
+  r = parse({"-t", "-i", "1", "-d", "1099511627776"});
+  REQUIRE(r.ok());
+  CHECK(check_intervals(r.opts, 1).empty());
+  CHECK(check_intervals(r.opts, 2).find("gives thread 1 an interval") != std::string::npos);
+  CHECK(check_intervals(r.opts, 4000000000u).find("gives thread 3999999999") != std::string::npos);
+}
+
+TEST_CASE("binary: a thread interval above 2^40 us exits 2 before running") {
+  temp_file out("out");
+  temp_file err("err");
+  CHECK(run_binary("-t 1000 -i 1 -d 1099511627776 -l 1 -q --policy=other", out.path, err.path) ==
+        2);
+  CHECK(slurp(err.path).find("-d/--distance: '1099511627776'") != std::string::npos);
+  // One thread per worker: the check needs the worker count.
+  CHECK(run_binary("'--topology=synthetic:core:3 pu:1' -t -i 1 -d 1099511627776 -l 1 -q "
+                   "--policy=other",
+                   out.path, err.path) == 2);
+  CHECK(slurp(err.path).find("-d/--distance: '1099511627776' gives thread 2 an interval") !=
+        std::string::npos);
+  CHECK(slurp(out.path).find("T: 0") == std::string::npos);  // nothing was measured
+}
+
+TEST_CASE("options: -t is at most urt::max_workers") {
+  CHECK(max_threads == 1024);
+  REQUIRE(parse({"-t", "1024"}).ok());
+  for (const std::string t : {"1025", "10000", "65536"}) {
+    CAPTURE(t);
+    CHECK(parse({"-t", t}).error == "-t/--threads: '" + t + "' is out of range 1..1024");
+  }
+  temp_file err("err");
+  CHECK(run_binary("-t 65536 -l 1 -q --policy=other", "/dev/null", err.path) == 2);
+  CHECK(slurp(err.path).find("-t/--threads: '65536' is out of range 1..1024") != std::string::npos);
+}
+
+TEST_CASE("binary: an unwritable --json or --histfile exits 2 before running") {
+  const std::string missing_dir =
+      (std::filesystem::temp_directory_path() / "urt-cyclictest-no-such-dir").string();
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  temp_file out("out");
+  temp_file err("err");
+  for (const std::string& args :
+       {"--json=" + missing_dir + "/x.json", "--json=" + dir,
+        "-h 10 --histfile=" + missing_dir + "/x.hist", "-h 10 --histfile=" + dir}) {
+    CAPTURE(args);
+    // -l 1000 -i 1000: a second of measurement, were the run to start.
+    CHECK(run_binary("-t 1 -i 1000 -l 1000 -q --policy=other " + args, out.path, err.path) == 2);
+    const std::string text = slurp(err.path);
+    CAPTURE(text);
+    const std::string flag = args.find("--json") != std::string::npos ? "--json" : "--histfile";
+    const std::string path = args.substr(args.find('=') + 1);
+    CHECK(text.find(flag + ": '" + path + "' cannot be opened for writing: ") != std::string::npos);
+    CHECK(slurp(out.path).find("T: 0") == std::string::npos);  // nothing was measured
+  }
+}

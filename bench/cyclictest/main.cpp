@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -132,6 +133,29 @@ std::string load_average() {
   std::exit(2);
 }
 
+struct file_closer {
+  void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+};
+using output_file = std::unique_ptr<std::FILE, file_closer>;
+
+/// Opens `path` for writing (truncating it) for `flag`, before the run, so
+/// that a path that cannot be written is reported at once (exit 2) instead
+/// of after the whole measurement.
+output_file open_output(const char* flag, const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    usage_error(std::string(flag) + ": '" + path +
+                "' cannot be opened for writing: " + std::strerror(errno));
+  }
+  return output_file(f);
+}
+
+/// Writes `text` to `f` and closes it; false when either fails.
+bool write_and_close(output_file f, const std::string& text) {
+  const bool written = std::fputs(text.c_str(), f.get()) >= 0;
+  return std::fclose(f.release()) == 0 && written;
+}
+
 std::string urt_json(const options& o, const urt::runtime_options& ro, const urt::runtime& rt,
                      const std::vector<int>& measuring_workers,
                      bool fell_back, std::uint64_t buckets, std::uint64_t load_runs) {
@@ -184,6 +208,11 @@ std::string urt_json(const options& o, const urt::runtime_options& ro, const urt
 }
 
 int run(options o) {
+  output_file histfile;
+  if (o.histogram_us != 0 && !o.histfile.empty()) histfile = open_output("--histfile", o.histfile);
+  output_file json_file;
+  if (!o.json.empty() && o.json != "-") json_file = open_output("--json", o.json);
+
   if (o.histogram_us != 0 && o.distance_given) {
     std::fprintf(stderr,
                  "urt-cyclictest: distance is ignored and set to 0, if histogram enabled\n");
@@ -241,6 +270,10 @@ int run(options o) {
   const std::size_t workers = rt->worker_count();
   const unsigned nthreads =
       o.threads < 0 ? static_cast<unsigned>(workers) : static_cast<unsigned>(o.threads);
+  if (const std::string error = check_intervals(o, nthreads); !error.empty()) {
+    rt->stop();  // -t without a number: the worker count was needed to check
+    usage_error(error);
+  }
   const std::size_t buckets = o.histogram_us != 0 ? o.histogram_us : default_buckets;
   const std::size_t outliers = o.histogram_us != 0 ? o.histogram_us : 0;
   threads.reserve(nthreads);
@@ -371,7 +404,7 @@ int run(options o) {
     const std::string hist = format_histogram(reports, o.histogram_us);
     if (o.histfile.empty()) {
       std::fputs(hist.c_str(), stdout);
-    } else if (std::ofstream f(o.histfile); !(f << hist)) {
+    } else if (!write_and_close(std::move(histfile), hist)) {
       std::fprintf(stderr, "urt-cyclictest: --histfile: cannot write '%s'\n", o.histfile.c_str());
       rc = 1;
     }
@@ -391,7 +424,7 @@ int run(options o) {
     const std::string json = format_json(h, reports);
     if (o.json == "-") {
       std::fputs(json.c_str(), stdout);
-    } else if (std::ofstream f(o.json); !(f << json)) {
+    } else if (!write_and_close(std::move(json_file), json)) {
       std::fprintf(stderr, "urt-cyclictest: --json: cannot write '%s'\n", o.json.c_str());
       rc = 1;
     }

@@ -169,7 +169,7 @@ bool number(int c, std::string_view text, T lo, T hi, T& out, std::string& error
   return true;
 }
 
-constexpr std::uint64_t max_us = std::uint64_t{1} << 40;  // ~12.7 days: no overflow in ns
+constexpr std::uint64_t max_us = max_interval_us;
 
 }  // namespace
 
@@ -279,7 +279,7 @@ parse_result parse_options(int argc, char** argv) {
         if (value == nullptr) {
           o.threads = -1;  // one per worker
         } else {
-          number(c, value, 1, static_cast<int>(urt::max_workers) * 64, o.threads, err);
+          number(c, value, 1, max_threads, o.threads, err);
         }
         break;
       }
@@ -379,7 +379,26 @@ parse_result parse_options(int argc, char** argv) {
       return r;
     }
   }
+  // -t without a number: main checks once the worker count is known.
+  if (o.threads > 0) err = check_intervals(o, static_cast<unsigned>(o.threads));
   return r;
+}
+
+std::string check_intervals(const options& o, unsigned threads) {
+  if (o.interval_us > max_interval_us) {
+    return bad('i', std::to_string(o.interval_us),
+               "is out of range 1.." + std::to_string(max_interval_us));
+  }
+  if (o.histogram_us != 0 || threads < 2 || o.distance_us == 0) return {};  // all at -i
+  // The last thread's interval, interval + n * distance, compared without
+  // computing it.
+  const std::uint64_t n = threads - 1;
+  if (n <= (max_interval_us - o.interval_us) / o.distance_us) return {};
+  return bad('d', std::to_string(o.distance_us),
+             "gives thread " + std::to_string(n) + " an interval of " +
+                 std::to_string(o.interval_us) + " + " + std::to_string(n) + " * " +
+                 std::to_string(o.distance_us) + " us, above the limit of " +
+                 std::to_string(max_interval_us) + " us");
 }
 
 parse_result parse_options(const std::vector<std::string>& args) {
@@ -447,7 +466,8 @@ std::string usage(std::string_view program) {
          "                          a series never migrates); with a cpulist, run the\n"
          "                          workers only on those CPUs (runtime_options::cpus)\n"
          "-d DIST  --distance=DIST  distance of thread intervals in us, default=500\n"
-         "                          (ignored, as in cyclictest, when -h is given)\n"
+         "                          (ignored, as in cyclictest, when -h is given);\n"
+         "                          no thread's interval may exceed 2^40 us\n"
          "-D TIME  --duration=TIME  length of the run; append s, m, h or d\n"
          "-h US    --histogram=US   dump a latency histogram up to US to stdout after\n"
          "                          the run (all threads at the same interval)\n"
@@ -460,8 +480,8 @@ std::string usage(std::string_view program) {
          "                          the workers SCHED_FIFO at PRIO, like cyclictest's\n"
          "                          threads (falls back to SCHED_OTHER when refused)\n"
          "-q       --quiet          print a summary only on exit\n"
-         "-t [NUM] --threads[=NUM]  number of measuring tasks (one periodic task each);\n"
-         "                          without NUM one per worker; without -t 1\n"
+         "-t [NUM] --threads[=NUM]  number of measuring tasks, 1..1024 (one periodic task\n"
+         "                          each); without NUM one per worker; without -t 1\n"
          "\n"
          "urt's options:\n"
          "         --topology=system|synthetic:DESCRIPTION|xml:PATH  default system\n"
@@ -491,8 +511,9 @@ std::string usage(std::string_view program) {
          "                          each busy-spinning ~100 us and respawning itself\n"
          "         --help           print this text and exit\n"
          "\n"
-         "Bad options exit with status 2. SIGINT/SIGTERM end the run; the summary,\n"
-         "histogram and JSON are still written.\n";
+         "Bad options, and --json or --histfile paths that cannot be opened for\n"
+         "writing, exit with status 2 before the run. SIGINT/SIGTERM end the run;\n"
+         "the summary, histogram and JSON are still written.\n";
 }
 
 }  // namespace urt_cyclictest

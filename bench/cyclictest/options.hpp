@@ -16,6 +16,16 @@ namespace urt_cyclictest {
 
 /// Largest -h/--histogram value (cyclictest's HIST_MAX).
 inline constexpr std::uint64_t histogram_max_us = 1000000;
+/// Largest -t/--threads: a runtime has at most urt::max_workers workers (a
+/// series per thread spreads over them), and each thread keeps statistics
+/// of its own (80 KB by default, 16 MB with -h 1000000), so that many more
+/// threads only exhaust memory.
+inline constexpr int max_threads = static_cast<int>(urt::max_workers);
+/// Largest interval of any measuring thread, and of -i, -d, --timer-spin
+/// and --idle-spin, in us: 2^40 us (about 12.7 days), so that the interval
+/// in nanoseconds and the release times computed from it stay far inside
+/// the clock's range.
+inline constexpr std::uint64_t max_interval_us = std::uint64_t{1} << 40;
 
 /// How an enum value is spelled on the command line and in the JSON: one
 /// table per enum flag serves both the parser and the printers.
@@ -54,7 +64,7 @@ constexpr std::string_view name_of(const spelling<E> (&table)[N], E value) noexc
 
 struct options {
   // --- cyclictest's flags (same letters, same meanings) ---
-  int threads = 1;                   ///< -t: measuring threads; -1 = one per worker
+  int threads = 1;                   ///< -t: 1..max_threads; -1 = one per worker
   int priority = 0;                  ///< -p: task priority 0..99 (cyclictest's default 0)
   std::uint64_t interval_us = 1000;  ///< -i: base interval
   std::uint64_t distance_us = 500;   ///< -d: thread n runs at interval + n * distance
@@ -120,6 +130,11 @@ struct parse_result {
 parse_result parse_options(int argc, char** argv);
 /// The same for a vector of arguments; args[0] is the program name.
 parse_result parse_options(const std::vector<std::string>& args);
+
+/// Empty when the interval of every one of `threads` measuring threads
+/// (interval_of(n) for n < threads) is at most max_interval_us; else a
+/// message naming -d/--distance and its value. Overflow-free for any count.
+std::string check_intervals(const options& o, unsigned threads);
 
 /// The usage text (--help).
 std::string usage(std::string_view program = "urt-cyclictest");

@@ -125,8 +125,9 @@ struct runtime_options {
   std::string cpus{};
   /// How long an idle worker spins looking for work before it parks on its
   /// doorbell. Spinning keeps a wake-up free of syscalls for bursty loads;
-  /// parking frees the CPU. 0 parks at once. 50 us: the best external-spawn
-  /// throughput of 0/10/50/200 us on urt-spawn-bench (bench/README.md).
+  /// parking frees the CPU. 0 parks at once; at most max_wait. 50 us: the
+  /// best external-spawn throughput of 0/10/50/200 us on urt-spawn-bench
+  /// (bench/README.md).
   std::chrono::nanoseconds idle_spin = std::chrono::microseconds{50};
   /// Whether idle_spin is spent every time or adapted (see spin_policy).
   spin_policy idle_spin_policy = spin_policy::adaptive;
@@ -136,7 +137,7 @@ struct runtime_options {
   /// For timed releases: a fixed advance. Wake this long before every
   /// deadline and spin until it, so the release does not pay the wake-up
   /// latency of a parked thread (at the cost of up to that much CPU per
-  /// release). 0 = off (timer_wake decides).
+  /// release). 0 = off (timer_wake decides); at most max_wait.
   std::chrono::nanoseconds timer_spin = std::chrono::nanoseconds{0};
   /// Memory layout of the priority-to-worker map that placement consults;
   /// all layouts place identically, per_llc_bytes updates cheapest (see
@@ -148,8 +149,9 @@ struct runtime_options {
   /// a scheduling point before a lowering or idle worker pulls one task from
   /// it and sends the token on, so that one long task cannot stall
   /// migration; also the longest a worker waits for a push before pulling.
-  /// 100 us: the shortest at which a responsive holder served nearly all
-  /// hops itself on urt-migration-bench (bench/README.md).
+  /// Positive, at most max_wait. 100 us: the shortest at which a responsive
+  /// holder served nearly all hops itself on urt-migration-bench
+  /// (bench/README.md).
   std::chrono::nanoseconds ipi_timeout = std::chrono::microseconds{100};
   /// OS policy of the worker threads.
   worker_policy policy = worker_policy::other;
@@ -164,6 +166,13 @@ struct runtime_options {
   /// counts it and reports the first one per runtime on stderr. A throwing
   /// handler is counted and ignored.
   std::function<void(std::exception_ptr)> on_task_exception{};
+
+  /// The longest idle_spin, timer_spin and ipi_timeout validate() accepts.
+  /// They are windows of microseconds; a second is far beyond any useful
+  /// one (a longer value is most likely a unit mistake), and the bound
+  /// keeps every deadline computed from them (now + window, a release -
+  /// window) far inside the clock's range, so none can overflow.
+  static constexpr std::chrono::nanoseconds max_wait = std::chrono::seconds{1};
 
   /// Every allowed PU of this machine, SCHED_OTHER, no memory locking.
   static runtime_options all_cores() { return {}; }

@@ -110,7 +110,9 @@ class runtime {
   /// Stops the runtime and joins its workers. drain: runs every accepted
   /// task first and returns 0; cancel: lets running tasks finish, drops the
   /// queued ones and returns how many were dropped. A second call returns 0.
-  /// Throws std::logic_error when called from inside one of its tasks.
+  /// Throws std::invalid_argument, before stopping anything, for a `mode`
+  /// that is not a stop_mode, and std::logic_error when called from inside
+  /// one of its tasks.
   std::size_t stop(stop_mode mode = stop_mode::drain);
 
   /// Changes every worker's FIFO budget (runtime_options::bandwidth) while

@@ -16,6 +16,9 @@ enum class topology_kind : unsigned char {
 };
 
 /// A topology source: the kind plus its text (synthetic description or XML path).
+/// A synthetic description builds at most urt::max_workers PUs (the product
+/// of its arities: "pack:2 l3:8 core:8 pu:2" has 256); an XML file is a
+/// regular file of at most topology::max_xml_bytes.
 struct topology_source {
   topology_kind kind = topology_kind::system;
   std::string text{};
@@ -48,11 +51,18 @@ struct topology_options {
 /// const member may be called from any thread concurrently.
 class topology {
  public:
+  /// Largest XML topology file loaded: 16 MiB (lstopo's XML of a synthetic
+  /// 1024-PU machine with caches and NUMA nodes is about 220 KiB).
+  static constexpr std::size_t max_xml_bytes = std::size_t{16} << 20;
+
   /// Loads the topology. Throws std::invalid_argument naming the field and
-  /// value for a malformed synthetic description ("topology.synthetic"), a
-  /// missing or unreadable XML file ("topology.xml"), a cpulist that does not
-  /// parse or names PUs outside the allowed set ("cpus"), or zero workers;
-  /// std::runtime_error when hwloc itself fails.
+  /// value for a malformed synthetic description, or one of more than
+  /// urt::max_workers PUs (the product of its arities, checked before hwloc
+  /// builds it) ("topology.synthetic"); an XML path that is missing,
+  /// unreadable, not a regular file or larger than max_xml_bytes (checked
+  /// before it is read), or not a valid topology ("topology.xml"); a cpulist
+  /// that does not parse or names PUs outside the allowed set ("cpus"), or
+  /// zero workers; std::runtime_error when hwloc itself fails.
   explicit topology(const topology_options& options = {});
   ~topology();
   topology(topology&&) noexcept;
