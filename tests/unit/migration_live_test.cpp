@@ -17,7 +17,7 @@
 
 #include "urt/urt.hpp"
 
-#include "../test_util.hpp"
+#include "../topologies.hpp"
 
 using urt_test::counter;
 using urt_test::gate;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../topologies.hpp"
 #include "cpupri.hpp"
 #include "migrator.hpp"
 #include "overload.hpp"
@@ -27,21 +28,17 @@ using urt::detail::migrator;
 using urt::detail::overload_mask;
 using urt::detail::rt_queue;
 using urt::detail::task_node;
+using urt_test::places;
 
 namespace {
 
 constexpr unsigned none = migrator::none;
 
-std::vector<worker_place> places(const std::string& synthetic) {
-  urt::topology t(urt::topology_options{.source = urt::topology_source::synthetic(synthetic)});
-  return {t.workers().begin(), t.workers().end()};
-}
-
 // N queues with a cpupri and an overload mask, every worker idle.
 struct machine {
-  explicit machine(const std::string& synthetic,
+  explicit machine(const urt_test::shape& shape,
                    urt::cpupri_layout layout = urt::cpupri_layout::per_llc_bytes)
-      : p(places(synthetic)), prio(layout, p), overload(p) {
+      : p(places(shape)), prio(layout, p), overload(p) {
     for (std::size_t i = 0; i < p.size(); ++i) {
       owned.push_back(std::make_unique<rt_queue>());
       queues.push_back(owned.back().get());
@@ -93,13 +90,13 @@ struct machine {
   std::vector<std::unique_ptr<task_node>> nodes;
 };
 
-const char* const topologies[] = {"core:2 pu:1", "core:4 pu:1", "pack:2 l3:2 core:4 pu:2",
-                                  "pack:2 [numa] l3:8 core:8 pu:2"};
+const urt_test::shape topologies[] = {urt_test::flat_n(2), urt_test::flat, urt_test::smt_llcs,
+                                      urt_test::workers_256};
 
 }  // namespace
 
 TEST_CASE("migrator: a push goes to the lowest worker, strictly lower, highest pushable first") {
-  machine mc("core:4 pu:1");
+  machine mc(urt_test::flat);
   mc.run(0, 50);
   mc.run(1, 40);
   mc.run(2, 60);
@@ -136,7 +133,7 @@ TEST_CASE("migrator: a push goes to the lowest worker, strictly lower, highest p
 }
 
 TEST_CASE("migrator: a push respects the affinity and never targets a stopped worker") {
-  machine mc("core:4 pu:1");
+  machine mc(urt_test::flat);
   mc.run(0, 50);
   mc.run(1, cpupri::level_idle);
   mc.run(2, 10);
@@ -150,7 +147,7 @@ TEST_CASE("migrator: a push respects the affinity and never targets a stopped wo
 }
 
 TEST_CASE("migrator: pull takes only a task more urgent than the puller's own next one") {
-  machine mc("core:3 pu:1");
+  machine mc(urt_test::flat_n(3));
   mc.run(0, 80);
   mc.run(1, 80);
   mc.enqueue(0, mc.make(20));
@@ -171,7 +168,7 @@ TEST_CASE("migrator: pull takes only a task more urgent than the puller's own ne
 }
 
 TEST_CASE("migrator: a move that takes a worker's queued top away marks it lowered") {
-  machine mc("core:3 pu:1");
+  machine mc(urt_test::flat_n(3));
   // Worker 0 runs 10 and has not yet reached the scheduling point that
   // would yield to its queued 16; worker 1 runs 20 with a 14 queued.
   mc.run(0, 10);
@@ -205,7 +202,7 @@ TEST_CASE("migrator: a move that takes a worker's queued top away marks it lower
 
   // A move that leaves a more urgent (pinned) task queued lowers nobody;
   // a worker pushing its own queued top away lowers itself.
-  machine mc2("core:2 pu:1");
+  machine mc2(urt_test::flat_n(2));
   mc2.run(0, 10);
   mc2.run(1, cpupri::level_idle);
   task_node* pinned = mc2.make(30, worker_set{0});
@@ -226,7 +223,7 @@ TEST_CASE("migrator: a move that takes a worker's queued top away marks it lower
 }
 
 TEST_CASE("migrator: random pushes and pulls keep every task exactly once and invariants 4 and 6") {
-  for (const char* topo : topologies) {
+  for (const auto& topo : topologies) {
     for (auto layout : {urt::cpupri_layout::global, urt::cpupri_layout::per_llc_bytes}) {
       CAPTURE(topo);
       CAPTURE(static_cast<int>(layout));
@@ -311,7 +308,7 @@ TEST_CASE("migrator: random pushes and pulls keep every task exactly once and in
 // overloaded workers push. Once nothing moves, the running tasks are the N
 // most urgent ones.
 TEST_CASE("migrator: with M > N never-ending tasks, settling runs the N most urgent") {
-  for (const char* topo : topologies) {
+  for (const auto& topo : topologies) {
     CAPTURE(topo);
     machine mc(topo);
     const unsigned n = mc.n();

@@ -11,24 +11,20 @@
 #include <string>
 #include <vector>
 
+#include "../topologies.hpp"
 #include "overload.hpp"
 #include "urt/topology.hpp"
 
-using urt::worker_place;
 using urt::detail::overload_mask;
 using urt::detail::push_token;
+using urt_test::places;
 
 namespace {
 
 constexpr unsigned none = overload_mask::none;
 
-std::vector<worker_place> places(const std::string& synthetic) {
-  urt::topology t(urt::topology_options{.source = urt::topology_source::synthetic(synthetic)});
-  return {t.workers().begin(), t.workers().end()};
-}
-
-const char* const topologies[] = {"core:4 pu:1", "pack:2 l3:2 core:4 pu:2",
-                                  "pack:2 [numa] l3:8 core:8 pu:2", "l3:3 core:50 pu:1"};
+const urt_test::shape topologies[] = {urt_test::flat, urt_test::smt_llcs, urt_test::workers_256,
+                                      urt_test::wide_odd_llcs};
 
 // Follows the token from `first` until it rests: every holder forwards at
 // once. Returns the holders in order.
@@ -47,7 +43,7 @@ std::vector<unsigned> follow(push_token& token, const overload_mask& mask, push_
 }  // namespace
 
 TEST_CASE("overload mask: flags, top priorities and next() match a plain model") {
-  for (const char* topo : topologies) {
+  for (const auto& topo : topologies) {
     CAPTURE(topo);
     const auto p = places(topo);
     const auto n = static_cast<unsigned>(p.size());
@@ -95,7 +91,7 @@ TEST_CASE("overload mask: flags, top priorities and next() match a plain model")
 }
 
 TEST_CASE("push token: one request visits every other overloaded worker once, then rests") {
-  for (const char* topo : topologies) {
+  for (const auto& topo : topologies) {
     CAPTURE(topo);
     const auto p = places(topo);
     const auto n = static_cast<unsigned>(p.size());
@@ -128,7 +124,7 @@ TEST_CASE("push token: one request visits every other overloaded worker once, th
 }
 
 TEST_CASE("push token: requests while it travels cost one more round, not one token each") {
-  const auto p = places("pack:2 [numa] l3:8 core:8 pu:2");  // 256 workers
+  const auto p = places(urt_test::workers_256);
   overload_mask mask(p);
   push_token token;
   const std::vector<unsigned> overloaded{3, 40, 41, 200, 255};
@@ -154,7 +150,7 @@ TEST_CASE("push token: requests while it travels cost one more round, not one to
 }
 
 TEST_CASE("push token: a lone overloaded worker is never sent the token by itself") {
-  const auto p = places("core:8 pu:1");
+  const auto p = places(urt_test::flat_n(8));
   overload_mask mask(p);
   push_token token;
   mask.set(5, 70);
@@ -169,7 +165,7 @@ TEST_CASE("push token: a lone overloaded worker is never sent the token by itsel
 }
 
 TEST_CASE("push token: a hop pending past the timeout is taken over, once") {
-  const auto p = places("core:8 pu:1");
+  const auto p = places(urt_test::flat_n(8));
   overload_mask mask(p);
   push_token token;
   mask.set(1, 60);
@@ -199,7 +195,7 @@ TEST_CASE("push token: a hop pending past the timeout is taken over, once") {
 }
 
 TEST_CASE("push token: the takeover never sends the token to the taker") {
-  const auto p = places("core:4 pu:1");
+  const auto p = places(urt_test::flat);
   overload_mask mask(p);
   push_token token;
   mask.set(0, 10);

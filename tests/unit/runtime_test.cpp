@@ -19,14 +19,13 @@
 
 #include "urt/urt.hpp"
 
-#include "../test_util.hpp"
+#include "../topologies.hpp"
 
 using urt_test::message_of;
 
 namespace {
 
 using urt_test::gate;
-using urt_test::signal;
 using urt_test::synthetic_workers;
 
 }  // namespace
@@ -34,9 +33,9 @@ using urt_test::synthetic_workers;
 TEST_CASE("runtime: tasks queued behind a busy worker run in strict priority order, FIFO within") {
   urt::runtime rt(synthetic_workers(1));
   gate release;
-  signal busy;
+  gate busy;
   rt.spawn(urt::task_spec{.priority = 99}, [&] {
-    busy.raise();
+    busy.open();
     release.wait();
   });
   busy.wait();
@@ -140,11 +139,11 @@ TEST_CASE("runtime: placement prefers the worker running at the lowest priority"
     urt::runtime rt(o);
     // Worker 0 runs at 50, worker 1 at 10, worker 2 at 70.
     gate release;
-    std::array<signal, 3> busy;
+    std::array<gate, 3> busy;
     const std::array<int, 3> level{50, 10, 70};
     for (unsigned w = 0; w < 3; ++w) {
       rt.spawn(urt::task_spec{.priority = level[w], .affinity = urt::worker_set{w}}, [&, w] {
-        busy[w].raise();
+        busy[w].open();
         release.wait();
       });
     }
@@ -174,15 +173,15 @@ TEST_CASE("runtime: a spawn from a task stays home only when it outranks the wor
     urt::runtime rt(synthetic_workers(2));
     // Worker 1 is held at 20; the parent runs at 50 on worker 0.
     gate release;
-    signal busy;
+    gate busy;
     rt.spawn(urt::task_spec{.priority = 20, .affinity = urt::worker_set{1}}, [&] {
-      busy.raise();
+      busy.open();
       release.wait();
     });
     busy.wait();
     std::array<std::atomic<int>, 3> ran{};
     std::array<urt::runtime_stats, 3> after{};
-    signal parent_done;
+    gate parent_done;
     rt.spawn(urt::task_spec{.priority = 50, .affinity = urt::worker_set{0}}, [&] {
       // Outranks its worker (50): placed home, then pushed at once to
       // worker 1 (20 < 60), since the running parent keeps home busy.
@@ -195,7 +194,7 @@ TEST_CASE("runtime: a spawn from a task stays home only when it outranks the wor
       // below it, so no push.
       rt.spawn(urt::task_spec{.priority = 60}, [&] { ran[2].fetch_add(1); });
       after[2] = rt.stats();
-      parent_done.raise();
+      parent_done.open();
     });
     parent_done.wait();
     // Worker 0 accepted 1 (the parent) + 3 children; worker 1 only its blocker.
@@ -218,9 +217,9 @@ TEST_CASE("runtime: doorbells sent and received are counted per worker") {
   o.idle_spin = std::chrono::nanoseconds{0};
   urt::runtime rt(o);
   while (rt.stats().workers[1].parks == 0) std::this_thread::yield();  // worker 1 asleep
-  signal done;
+  gate done;
   rt.spawn(urt::task_spec{.priority = 5, .affinity = urt::worker_set{0}}, [&] {
-    rt.spawn(urt::task_spec{.priority = 5, .affinity = urt::worker_set{1}}, [&] { done.raise(); });
+    rt.spawn(urt::task_spec{.priority = 5, .affinity = urt::worker_set{1}}, [&] { done.open(); });
   });
   done.wait();
   rt.stop();
@@ -233,12 +232,12 @@ TEST_CASE("runtime: doorbells sent and received are counted per worker") {
 TEST_CASE("runtime: preempt_point reports a more urgent task waiting on the worker") {
   CHECK_FALSE(urt::preempt_point());  // outside a task
   urt::runtime rt(synthetic_workers(1));
-  signal started;
+  gate started;
   std::atomic<bool> urgent_ran_first{false};
   std::atomic<int> polls_before{0};
   std::atomic<bool> long_done{false};
   rt.spawn(urt::task_spec{.priority = 10}, [&] {
-    started.raise();
+    started.open();
     // A long task: poll until something more urgent is waiting, then yield.
     while (!urt::preempt_point()) polls_before.fetch_add(1);
     long_done.store(true);
@@ -251,13 +250,14 @@ TEST_CASE("runtime: preempt_point reports a more urgent task waiting on the work
   CHECK(urgent_ran_first.load());  // ran right after the long task returned
 }
 
-TEST_CASE("runtime: 256 synthetic workers in 16 LLCs each run their own tasks") {
+TEST_CASE("runtime: 256 synthetic workers in 16 LLCs and 2 NUMA nodes each run their own tasks") {
   urt::runtime_options o;
-  o.topology = urt::topology_source::synthetic("pack:2 l3:8 core:8 pu:2");
+  o.topology = urt_test::source_of(urt_test::workers_256);
   o.idle_spin = std::chrono::nanoseconds{0};
   urt::runtime rt(o);
   REQUIRE(rt.worker_count() == 256);
   CHECK(rt.topology().llc_count() == 16);
+  CHECK(rt.topology().numa_count() == 2);
   std::vector<std::atomic<int>> where(256);
   for (unsigned w = 0; w < 256; ++w) {
     rt.spawn(urt::task_spec{.priority = 10, .affinity = urt::worker_set{w}},
@@ -273,10 +273,10 @@ TEST_CASE("runtime: 256 synthetic workers in 16 LLCs each run their own tasks") 
 TEST_CASE("runtime: stop(drain) runs everything accepted, including work spawned while draining") {
   urt::runtime rt(synthetic_workers(2));
   gate release;
-  signal busy;
+  gate busy;
   std::atomic<int> ran{0};
   rt.spawn(urt::task_spec{.priority = 90, .affinity = urt::worker_set{0}}, [&] {
-    busy.raise();
+    busy.open();
     release.wait();
     ran.fetch_add(1);
   });
@@ -311,10 +311,10 @@ TEST_CASE("runtime: stop(drain) runs everything accepted, including work spawned
 TEST_CASE("runtime: stop(cancel) drops the queued tasks and counts them") {
   urt::runtime rt(synthetic_workers(1));
   gate release;
-  signal busy;
+  gate busy;
   std::atomic<int> ran{0};
   rt.spawn(urt::task_spec{.priority = 90}, [&] {
-    busy.raise();
+    busy.open();
     release.wait();
     ran.fetch_add(1);
     // Spawned while cancelling: accepted, then dropped and counted.
@@ -468,8 +468,9 @@ TEST_CASE("runtime: bad options are rejected, naming the field and value") {
         "runtime_options.topology: the XML file path is empty");
   const std::string cpulist = with([](auto& o) { o.cpus = "0-3,x"; });
   CHECK(cpulist.find("runtime_options.cpus: \"0-3,x\"") == 0);
+  static_assert(urt_test::flat.workers == 4);  // PUs 0-3
   const std::string outside = with([](auto& o) {
-    o.topology = urt::topology_source::synthetic("core:4 pu:1");
+    o.topology = urt_test::source_of(urt_test::flat);
     o.cpus = "2,9";
   });
   CHECK(outside == "runtime_options.cpus: PU 9 is not in the allowed set \"0-3\"");
@@ -487,7 +488,7 @@ TEST_CASE("runtime: an XML topology without allowed PUs (zero workers) is reject
   const auto path = std::filesystem::temp_directory_path() /
                     ("urt-no-pu-" + std::to_string(::getpid()) + ".xml");
   {
-    urt::topology t(urt::topology_options{.source = urt::topology_source::synthetic("core:2 pu:1")});
+    urt::topology t(urt::topology_options{.source = urt_test::source_of(urt_test::flat_n(2))});
     t.save_xml(path.string());
   }
   std::string xml;
@@ -544,10 +545,10 @@ TEST_CASE("runtime: an outside spawn into an idle pool wakes the worker on the c
       CPU_ZERO(&set);
       CPU_SET(rt.topology().workers()[w].pu, &set);
       CHECK(pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0);
-      signal done;
+      gate done;
       rt.spawn(urt::task_spec{.priority = 10}, [&] {
         ran_on.store(static_cast<int>(urt::this_task::worker_id()));
-        done.raise();
+        done.open();
       });
       done.wait();
     });
