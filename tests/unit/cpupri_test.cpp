@@ -161,11 +161,15 @@ TEST_CASE("cpupri: rotation spreads placements across a cache") {
 }
 
 TEST_CASE("cpupri: shards follow the layout") {
-  const auto p = places(urt_test::workers_256);
-  CHECK(cpupri(cpupri_layout::global, p).shard_count() == 1);
-  CHECK(cpupri(cpupri_layout::per_numa, p).shard_count() == 2);
-  CHECK(cpupri(cpupri_layout::per_llc, p).shard_count() == 16);
-  CHECK(cpupri(cpupri_layout::per_llc_bytes, p).shard_count() == 16);
+  // One shard, one per NUMA node, one per LLC: 256 workers make 1, 2, 16, 16.
+  for (const auto& shape : urt_test::mechanism_shapes) {
+    CAPTURE(shape);
+    const auto p = places(shape);
+    CHECK(cpupri(cpupri_layout::global, p).shard_count() == 1);
+    CHECK(cpupri(cpupri_layout::per_numa, p).shard_count() == shape.numa_nodes);
+    CHECK(cpupri(cpupri_layout::per_llc, p).shard_count() == shape.llcs);
+    CHECK(cpupri(cpupri_layout::per_llc_bytes, p).shard_count() == shape.llcs);
+  }
 }
 
 TEST_CASE("cpupri: bad layouts and non-contiguous caches are rejected") {
@@ -183,10 +187,11 @@ TEST_CASE("cpupri: bad layouts and non-contiguous caches are rejected") {
 }
 
 TEST_CASE("cpupri: every layout matches the reference on random operations") {
-  // Topologies up to 256 workers; LLCs wider than 64 and than 512 bits'
+  // Topologies up to 1024 workers; LLCs wider than 64 and than 512 bits'
   // worth of words are covered by the 128-wide and single-LLC cases.
-  const urt_test::shape topologies[] = {urt_test::workers_256, urt_test::wide_llcs,
-                                        urt_test::uneven, urt_test::flat_n(7)};
+  const urt_test::shape topologies[] = {
+      urt_test::workers_256, urt_test::wide_llcs, urt_test::uneven,      urt_test::flat_n(7),
+      urt_test::two_numa,    urt_test::smt,       urt_test::workers_1024};
   for (const auto& topo : topologies) {
     CAPTURE(topo);
     const auto p = places(topo);
@@ -198,7 +203,9 @@ TEST_CASE("cpupri: every layout matches the reference on random operations") {
       for (cpupri_layout layout : all_layouts) maps.push_back(std::make_unique<cpupri>(layout, p));
       // Levels drawn from a few values so that ties and empty levels both occur.
       const int level_pool[] = {cpupri::level_invalid, cpupri::level_idle, 0, 1, 5, 50, 98, 99};
-      for (int step = 0; step < 6000; ++step) {
+      // The reference is quadratic in the workers: fewer steps at 1024.
+      const int steps = n > 256 ? 1000 : 6000;
+      for (int step = 0; step < steps; ++step) {
         if (rng() % 3 != 0) {
           const unsigned w = rng() % n;
           const int level = level_pool[rng() % std::size(level_pool)];

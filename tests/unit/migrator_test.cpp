@@ -1,5 +1,5 @@
 // Tests of the moves between run queues (runtime/migrator.*, runtime/rt_queue.*), driven
-// single-threaded on synthetic topologies up to 256 workers: invariant 4
+// single-threaded on synthetic topologies up to 1024 workers: invariant 4
 // (overloaded iff a pushable task is queued), invariant 6 (a push only to a
 // strictly lower worker, within the affinity), pull semantics, conservation
 // of tasks (nothing lost or duplicated), and settling (invariant 5) of a
@@ -67,8 +67,14 @@ struct machine {
     m->publish(w);
   }
   // Invariant 4 and the published levels, for every worker.
+  // The CHECKs run only for a worker that fails one: 3 assertions per
+  // worker per call would make 1024 workers slow under the sanitizers.
   void check_published() {
     for (unsigned w = 0; w < n(); ++w) {
+      if (overload.test(w) == !q(w).pushable.empty() &&
+          overload.top(w) == q(w).pushable.top_level() && prio.level(w) == q(w).current()) {
+        continue;
+      }
       CAPTURE(w);
       CHECK(overload.test(w) == !q(w).pushable.empty());
       CHECK(overload.top(w) == q(w).pushable.top_level());
@@ -90,8 +96,9 @@ struct machine {
   std::vector<std::unique_ptr<task_node>> nodes;
 };
 
-const urt_test::shape topologies[] = {urt_test::flat_n(2), urt_test::flat, urt_test::smt_llcs,
-                                      urt_test::workers_256};
+const urt_test::shape topologies[] = {urt_test::flat_n(2),   urt_test::flat,     urt_test::smt_llcs,
+                                      urt_test::workers_256, urt_test::two_numa, urt_test::uneven,
+                                      urt_test::workers_1024};
 
 }  // namespace
 
@@ -309,6 +316,9 @@ TEST_CASE("migrator: random pushes and pulls keep every task exactly once and in
 // most urgent ones.
 TEST_CASE("migrator: with M > N never-ending tasks, settling runs the N most urgent") {
   for (const auto& topo : topologies) {
+    // Every worker pulls from every overloaded one: quadratic, and 1024
+    // workers take seconds under TSAN; 256 is the largest here.
+    if (topo.workers > 256) continue;
     CAPTURE(topo);
     machine mc(topo);
     const unsigned n = mc.n();

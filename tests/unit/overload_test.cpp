@@ -1,5 +1,5 @@
 // Tests of the overload mask and the push token (runtime/overload.*), driven
-// single-threaded on synthetic topologies up to 256 workers: the mask
+// single-threaded on synthetic topologies up to 1024 workers: the mask
 // against a plain model, the token never sent to its sender, hops per
 // request bounded by the overloaded workers (no storm), restarts, and the
 // stuck-hop takeover.
@@ -23,8 +23,9 @@ namespace {
 
 constexpr unsigned none = overload_mask::none;
 
-const urt_test::shape topologies[] = {urt_test::flat, urt_test::smt_llcs, urt_test::workers_256,
-                                      urt_test::wide_odd_llcs};
+const urt_test::shape topologies[] = {
+    urt_test::flat,     urt_test::smt_llcs, urt_test::workers_256, urt_test::wide_odd_llcs,
+    urt_test::two_numa, urt_test::uneven,   urt_test::workers_1024};
 
 // Follows the token from `first` until it rests: every holder forwards at
 // once. Returns the holders in order.
@@ -124,29 +125,33 @@ TEST_CASE("push token: one request visits every other overloaded worker once, th
 }
 
 TEST_CASE("push token: requests while it travels cost one more round, not one token each") {
-  const auto p = places(urt_test::workers_256);
-  overload_mask mask(p);
-  push_token token;
-  const std::vector<unsigned> overloaded{3, 40, 41, 200, 255};
-  for (unsigned w : overloaded) mask.set(w, 50);
-  push_token::hop h = token.request(7, mask, 0);
-  REQUIRE(h.target == 3);
-  // While the token travels, 100 more workers request: none starts a token.
-  for (unsigned w = 100; w < 200; ++w) CHECK(token.request(w, mask, 0).target == none);
-  CHECK(token.holder() == 3);
-  std::vector<unsigned> holders;
-  std::vector<unsigned> senders;
-  while (h.target != none) {
-    holders.push_back(h.target);
-    const unsigned holder = h.target;
-    h = token.forward(holder, h.seq, mask, 0);
-    CHECK(h.target != holder);
+  for (const auto& shape : {urt_test::workers_256, urt_test::workers_1024}) {
+    CAPTURE(shape);
+    const auto p = places(shape);
+    REQUIRE(p.size() == shape.workers);
+    overload_mask mask(p);
+    push_token token;
+    // The last worker is 255 or 1023.
+    const std::vector<unsigned> overloaded{3, 40, 41, 200, shape.workers - 1};
+    for (unsigned w : overloaded) mask.set(w, 50);
+    push_token::hop h = token.request(7, mask, 0);
+    REQUIRE(h.target == 3);
+    // While the token travels, 100 more workers request: none starts a token.
+    for (unsigned w = 100; w < 200; ++w) CHECK(token.request(w, mask, 0).target == none);
+    CHECK(token.holder() == 3);
+    std::vector<unsigned> holders;
+    while (h.target != none) {
+      holders.push_back(h.target);
+      const unsigned holder = h.target;
+      h = token.forward(holder, h.seq, mask, 0);
+      CHECK(h.target != holder);
+    }
+    // Two rounds: the first for worker 7, one more for all 100 requests.
+    std::vector<unsigned> twice = overloaded;
+    twice.insert(twice.end(), overloaded.begin(), overloaded.end());
+    CHECK(holders == twice);
+    CHECK(holders.size() <= 2 * overloaded.size());
   }
-  // Two rounds: the first for worker 7, one more for all 100 requests.
-  std::vector<unsigned> twice = overloaded;
-  twice.insert(twice.end(), overloaded.begin(), overloaded.end());
-  CHECK(holders == twice);
-  CHECK(holders.size() <= 2 * overloaded.size());
 }
 
 TEST_CASE("push token: a lone overloaded worker is never sent the token by itself") {
