@@ -211,9 +211,7 @@ void check_settles(const urt_test::shape& shape, urt::migration_mode mode, int r
 
 TEST_CASE("migration_live: once settled, the N most urgent of M > N long-running tasks are running") {
   // Pull over every live shape; push_ipi over 4 flat workers only, with the
-  // seeds it settles from: from some seeds, and on the larger shapes, a
-  // queued task can bounce between two workers that each push it away
-  // instead of yielding to it, for seconds.
+  // seeds it settles from (see the next test case for the others).
   for (const auto& shape : urt_test::live_shapes) {
     for (int round = 0; round < 5; ++round) {
       CAPTURE(shape);
@@ -224,6 +222,26 @@ TEST_CASE("migration_live: once settled, the N most urgent of M > N long-running
   for (int round = 0; round < 5; ++round) {
     CAPTURE(round);
     check_settles(urt_test::flat, urt::migration_mode::push_ipi, round);
+  }
+}
+
+// Known bug, kept as may_fail so that the suite stays green until it is
+// fixed (then drop may_fail and fold it into the case above): under
+// push_ipi, a worker at preempt_point() pushes away a queued task that is
+// more urgent than its running one whenever some other worker is below
+// that task, instead of yielding to it; the receiving worker does the same,
+// and the task bounces between the two lowest workers, hundreds of
+// thousands of migrations a second, never running, until timing happens to
+// break the cycle (seconds, sometimes longer than the CTest timeout). It
+// shows on every live shape: on the 4-worker ones from seeds 5, 6 and 8,
+// on the larger ones from varying seeds, about 1 settle in 11 in all.
+TEST_CASE("migration_live: push_ipi settles on every shape and seed" * doctest::may_fail()) {
+  for (const auto& shape : urt_test::live_shapes) {
+    for (int round = 0; round < 10; ++round) {
+      CAPTURE(shape);
+      CAPTURE(round);
+      check_settles(shape, urt::migration_mode::push_ipi, round);
+    }
   }
 }
 
