@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "../topologies.hpp"
 #include "cpupri.hpp"
 #include "urt/topology.hpp"
 
@@ -17,16 +18,12 @@ using urt::cpupri_layout;
 using urt::worker_place;
 using urt::worker_set;
 using urt::detail::cpupri;
+using urt_test::places;
 
 namespace {
 
 constexpr cpupri_layout all_layouts[] = {cpupri_layout::global, cpupri_layout::per_numa,
                                          cpupri_layout::per_llc, cpupri_layout::per_llc_bytes};
-
-std::vector<worker_place> places(const std::string& synthetic) {
-  urt::topology t(urt::topology_options{.source = urt::topology_source::synthetic(synthetic)});
-  return {t.workers().begin(), t.workers().end()};
-}
 
 // The specification of find(), written as plainly as possible.
 struct reference {
@@ -97,7 +94,7 @@ struct reference {
 
 TEST_CASE("cpupri: find picks strictly lower levels, lowest first, then by locality") {
   // 8 workers: 2 NUMA nodes x 2 LLCs x 2 PUs; LLC k = workers 2k, 2k+1.
-  const auto p = places("pack:2 [numa] l3:2 core:2 pu:1");
+  const auto p = places(urt_test::two_numa);
   REQUIRE(p.size() == 8);
   for (cpupri_layout layout : all_layouts) {
     CAPTURE(static_cast<int>(layout));
@@ -147,7 +144,8 @@ TEST_CASE("cpupri: find picks strictly lower levels, lowest first, then by local
 }
 
 TEST_CASE("cpupri: rotation spreads placements across a cache") {
-  const auto p = places("l3:2 core:4 pu:1");  // 2 LLCs of 4
+  const auto p = places(urt_test::several_llcs);  // 2 LLCs of 4
+  REQUIRE(p.size() == 8);
   for (cpupri_layout layout : all_layouts) {
     CAPTURE(static_cast<int>(layout));
     cpupri cp(layout, p);
@@ -163,20 +161,24 @@ TEST_CASE("cpupri: rotation spreads placements across a cache") {
 }
 
 TEST_CASE("cpupri: shards follow the layout") {
-  const auto p = places("pack:2 [numa] l3:8 core:8 pu:2");  // 256 workers
-  CHECK(cpupri(cpupri_layout::global, p).shard_count() == 1);
-  CHECK(cpupri(cpupri_layout::per_numa, p).shard_count() == 2);
-  CHECK(cpupri(cpupri_layout::per_llc, p).shard_count() == 16);
-  CHECK(cpupri(cpupri_layout::per_llc_bytes, p).shard_count() == 16);
+  // One shard, one per NUMA node, one per LLC: 256 workers make 1, 2, 16, 16.
+  for (const auto& shape : urt_test::mechanism_shapes) {
+    CAPTURE(shape);
+    const auto p = places(shape);
+    CHECK(cpupri(cpupri_layout::global, p).shard_count() == 1);
+    CHECK(cpupri(cpupri_layout::per_numa, p).shard_count() == shape.numa_nodes);
+    CHECK(cpupri(cpupri_layout::per_llc, p).shard_count() == shape.llcs);
+    CHECK(cpupri(cpupri_layout::per_llc_bytes, p).shard_count() == shape.llcs);
+  }
 }
 
 TEST_CASE("cpupri: bad layouts and non-contiguous caches are rejected") {
-  const auto p = places("l3:2 core:2 pu:1");
+  const auto p = places(urt_test::several_llcs);  // LLC 0 = workers 0-3, LLC 1 = 4-7
   CHECK_THROWS_WITH_AS(cpupri(static_cast<cpupri_layout>(9), p),
                        "runtime_options.cpupri: value 9 is not a cpupri_layout",
                        std::invalid_argument);
   std::vector<worker_place> scrambled = p;
-  std::swap(scrambled[1].llc, scrambled[2].llc);  // LLC 0 = workers {0, 2}
+  std::swap(scrambled[1].llc, scrambled[4].llc);  // LLC 0 = workers {0, 2, 3, 4}
   CHECK_THROWS_WITH_AS(cpupri(cpupri_layout::per_llc, scrambled),
                        "cpupri: the workers of LLC 0 are not a contiguous id range",
                        std::invalid_argument);
@@ -185,11 +187,12 @@ TEST_CASE("cpupri: bad layouts and non-contiguous caches are rejected") {
 }
 
 TEST_CASE("cpupri: every layout matches the reference on random operations") {
-  // Topologies up to 256 workers; LLCs wider than 64 and than 512 bits'
+  // Topologies up to 1024 workers; LLCs wider than 64 and than 512 bits'
   // worth of words are covered by the 128-wide and single-LLC cases.
-  const char* topologies[] = {"pack:2 [numa] l3:8 core:8 pu:2", "pack:2 [numa] l3:1 core:64 pu:2",
-                              "pack:4 [numa] l3:3 core:5 pu:1", "core:7 pu:1"};
-  for (const char* topo : topologies) {
+  const urt_test::shape topologies[] = {
+      urt_test::workers_256, urt_test::wide_llcs, urt_test::uneven,      urt_test::flat_n(7),
+      urt_test::two_numa,    urt_test::smt,       urt_test::workers_1024};
+  for (const auto& topo : topologies) {
     CAPTURE(topo);
     const auto p = places(topo);
     const auto n = static_cast<unsigned>(p.size());
@@ -200,7 +203,9 @@ TEST_CASE("cpupri: every layout matches the reference on random operations") {
       for (cpupri_layout layout : all_layouts) maps.push_back(std::make_unique<cpupri>(layout, p));
       // Levels drawn from a few values so that ties and empty levels both occur.
       const int level_pool[] = {cpupri::level_invalid, cpupri::level_idle, 0, 1, 5, 50, 98, 99};
-      for (int step = 0; step < 6000; ++step) {
+      // The reference is quadratic in the workers: fewer steps at 1024.
+      const int steps = n > 256 ? 1000 : 6000;
+      for (int step = 0; step < steps; ++step) {
         if (rng() % 3 != 0) {
           const unsigned w = rng() % n;
           const int level = level_pool[rng() % std::size(level_pool)];
@@ -233,7 +238,8 @@ TEST_CASE("cpupri: every layout matches the reference on random operations") {
 }
 
 TEST_CASE("cpupri: a worker being raised is never invisible to find (invariant 2)") {
-  const auto p = places("pack:2 [numa] l3:2 core:4 pu:1");  // 16 workers, 4 LLCs
+  const auto p = places(urt_test::numa_16);  // 16 workers, 4 LLCs
+  REQUIRE(p.size() == 16);
   for (cpupri_layout layout : all_layouts) {
     CAPTURE(static_cast<int>(layout));
     cpupri cp(layout, p);

@@ -1,5 +1,5 @@
 // Tests of the overload mask and the push token (runtime/overload.*), driven
-// single-threaded on synthetic topologies up to 256 workers: the mask
+// single-threaded on synthetic topologies up to 1024 workers: the mask
 // against a plain model, the token never sent to its sender, hops per
 // request bounded by the overloaded workers (no storm), restarts, and the
 // stuck-hop takeover.
@@ -11,24 +11,21 @@
 #include <string>
 #include <vector>
 
+#include "../topologies.hpp"
 #include "overload.hpp"
 #include "urt/topology.hpp"
 
-using urt::worker_place;
 using urt::detail::overload_mask;
 using urt::detail::push_token;
+using urt_test::places;
 
 namespace {
 
 constexpr unsigned none = overload_mask::none;
 
-std::vector<worker_place> places(const std::string& synthetic) {
-  urt::topology t(urt::topology_options{.source = urt::topology_source::synthetic(synthetic)});
-  return {t.workers().begin(), t.workers().end()};
-}
-
-const char* const topologies[] = {"core:4 pu:1", "pack:2 l3:2 core:4 pu:2",
-                                  "pack:2 [numa] l3:8 core:8 pu:2", "l3:3 core:50 pu:1"};
+const urt_test::shape topologies[] = {
+    urt_test::flat,     urt_test::smt_llcs, urt_test::workers_256, urt_test::wide_odd_llcs,
+    urt_test::two_numa, urt_test::uneven,   urt_test::workers_1024};
 
 // Follows the token from `first` until it rests: every holder forwards at
 // once. Returns the holders in order.
@@ -47,7 +44,7 @@ std::vector<unsigned> follow(push_token& token, const overload_mask& mask, push_
 }  // namespace
 
 TEST_CASE("overload mask: flags, top priorities and next() match a plain model") {
-  for (const char* topo : topologies) {
+  for (const auto& topo : topologies) {
     CAPTURE(topo);
     const auto p = places(topo);
     const auto n = static_cast<unsigned>(p.size());
@@ -95,7 +92,7 @@ TEST_CASE("overload mask: flags, top priorities and next() match a plain model")
 }
 
 TEST_CASE("push token: one request visits every other overloaded worker once, then rests") {
-  for (const char* topo : topologies) {
+  for (const auto& topo : topologies) {
     CAPTURE(topo);
     const auto p = places(topo);
     const auto n = static_cast<unsigned>(p.size());
@@ -128,33 +125,37 @@ TEST_CASE("push token: one request visits every other overloaded worker once, th
 }
 
 TEST_CASE("push token: requests while it travels cost one more round, not one token each") {
-  const auto p = places("pack:2 [numa] l3:8 core:8 pu:2");  // 256 workers
-  overload_mask mask(p);
-  push_token token;
-  const std::vector<unsigned> overloaded{3, 40, 41, 200, 255};
-  for (unsigned w : overloaded) mask.set(w, 50);
-  push_token::hop h = token.request(7, mask, 0);
-  REQUIRE(h.target == 3);
-  // While the token travels, 100 more workers request: none starts a token.
-  for (unsigned w = 100; w < 200; ++w) CHECK(token.request(w, mask, 0).target == none);
-  CHECK(token.holder() == 3);
-  std::vector<unsigned> holders;
-  std::vector<unsigned> senders;
-  while (h.target != none) {
-    holders.push_back(h.target);
-    const unsigned holder = h.target;
-    h = token.forward(holder, h.seq, mask, 0);
-    CHECK(h.target != holder);
+  for (const auto& shape : {urt_test::workers_256, urt_test::workers_1024}) {
+    CAPTURE(shape);
+    const auto p = places(shape);
+    REQUIRE(p.size() == shape.workers);
+    overload_mask mask(p);
+    push_token token;
+    // The last worker is 255 or 1023.
+    const std::vector<unsigned> overloaded{3, 40, 41, 200, shape.workers - 1};
+    for (unsigned w : overloaded) mask.set(w, 50);
+    push_token::hop h = token.request(7, mask, 0);
+    REQUIRE(h.target == 3);
+    // While the token travels, 100 more workers request: none starts a token.
+    for (unsigned w = 100; w < 200; ++w) CHECK(token.request(w, mask, 0).target == none);
+    CHECK(token.holder() == 3);
+    std::vector<unsigned> holders;
+    while (h.target != none) {
+      holders.push_back(h.target);
+      const unsigned holder = h.target;
+      h = token.forward(holder, h.seq, mask, 0);
+      CHECK(h.target != holder);
+    }
+    // Two rounds: the first for worker 7, one more for all 100 requests.
+    std::vector<unsigned> twice = overloaded;
+    twice.insert(twice.end(), overloaded.begin(), overloaded.end());
+    CHECK(holders == twice);
+    CHECK(holders.size() <= 2 * overloaded.size());
   }
-  // Two rounds: the first for worker 7, one more for all 100 requests.
-  std::vector<unsigned> twice = overloaded;
-  twice.insert(twice.end(), overloaded.begin(), overloaded.end());
-  CHECK(holders == twice);
-  CHECK(holders.size() <= 2 * overloaded.size());
 }
 
 TEST_CASE("push token: a lone overloaded worker is never sent the token by itself") {
-  const auto p = places("core:8 pu:1");
+  const auto p = places(urt_test::flat_n(8));
   overload_mask mask(p);
   push_token token;
   mask.set(5, 70);
@@ -169,7 +170,7 @@ TEST_CASE("push token: a lone overloaded worker is never sent the token by itsel
 }
 
 TEST_CASE("push token: a hop pending past the timeout is taken over, once") {
-  const auto p = places("core:8 pu:1");
+  const auto p = places(urt_test::flat_n(8));
   overload_mask mask(p);
   push_token token;
   mask.set(1, 60);
@@ -199,7 +200,7 @@ TEST_CASE("push token: a hop pending past the timeout is taken over, once") {
 }
 
 TEST_CASE("push token: the takeover never sends the token to the taker") {
-  const auto p = places("core:4 pu:1");
+  const auto p = places(urt_test::flat);
   overload_mask mask(p);
   push_token token;
   mask.set(0, 10);

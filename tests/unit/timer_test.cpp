@@ -16,7 +16,7 @@
 #include "timer_queue.hpp"
 #include "urt/urt.hpp"
 
-#include "../test_util.hpp"
+#include "../topologies.hpp"
 
 using urt_test::message_of;
 
@@ -26,8 +26,7 @@ namespace {
 
 urt::runtime_options one_worker(std::chrono::nanoseconds timer_spin = 0ns,
                                 urt::timer_wake_mode wake = urt::timer_wake_mode::adaptive) {
-  urt::runtime_options o;
-  o.topology = urt::topology_source::synthetic("core:1 pu:1");
+  urt::runtime_options o = urt_test::synthetic_workers(1);
   o.idle_spin = 0ns;
   o.timer_spin = timer_spin;
   o.timer_wake = wake;

@@ -16,6 +16,8 @@
 #include <typeinfo>
 #include <vector>
 
+#include "../topologies.hpp"
+
 namespace {
 
 // hwloc 2.9 facts these tests rely on (checked with lstopo-no-graphics -i):
@@ -114,6 +116,39 @@ TEST_CASE("topology: synthetic 2 packages x 8 L3 x 8 cores x 2 PUs") {
       CHECK(p.numa == w / 128);
     }
   }
+}
+
+TEST_CASE("topology: every shape the tests use has the workers, LLCs and NUMA nodes it names") {
+  std::vector<urt_test::shape> shapes(urt_test::all_named_shapes.begin(),
+                                      urt_test::all_named_shapes.end());
+  shapes.insert(shapes.end(), urt_test::flat_shapes.begin(), urt_test::flat_shapes.end());
+  for (const auto& shape : shapes) {
+    CAPTURE(shape);
+    const auto topo = synthetic(std::string(shape.synthetic));
+    REQUIRE(topo.worker_count() == shape.workers);
+    CHECK(topo.llc_count() == shape.llcs);
+    CHECK(topo.numa_count() == shape.numa_nodes);
+    CHECK(topo.worker_count() <= urt::max_workers);
+    // Worker ids are dense; LLCs and NUMA nodes are contiguous id ranges in order.
+    const auto places = urt_test::places(shape);
+    REQUIRE(places.size() == shape.workers);
+    for (unsigned w = 0; w < shape.workers; ++w) {
+      CAPTURE(w);
+      CHECK(places[w].worker == w);
+      CHECK(places[w].llc < shape.llcs);
+      CHECK(places[w].numa < shape.numa_nodes);
+      if (w > 0) {
+        CHECK(places[w].llc - places[w - 1].llc <= 1);
+        CHECK(places[w].numa - places[w - 1].numa <= 1);
+        CHECK(places[w].llc >= places[w - 1].llc);
+        CHECK(places[w].numa >= places[w - 1].numa);
+      }
+    }
+    CHECK(places.back().llc == shape.llcs - 1);
+    CHECK(places.back().numa == shape.numa_nodes - 1);
+  }
+  // The largest shape fills urt::max_workers exactly.
+  CHECK(urt_test::workers_1024.workers == urt::max_workers);
 }
 
 TEST_CASE("topology: the LLC is the outermost cache, here an L2") {

@@ -7,7 +7,7 @@
 
 #include "urt/worker_set.hpp"
 
-#include "../test_util.hpp"
+#include "../topologies.hpp"
 
 using urt_test::message_of;
 
