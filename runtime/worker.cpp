@@ -133,6 +133,9 @@ task_node* worker::step(run_state seen) noexcept {
       q_.lock.lock();
     }
   }
+  // Cancelling: what a push or pull moved in while the lowering released
+  // the lock is dropped too; nothing queued runs once the stop is seen.
+  if (seen == run_state::cancelling) cancel_queued();
   task_node* node = pick(rule);
   if (node != nullptr) {
     // Unlinking `node` pulled in the new head; start fetching the one

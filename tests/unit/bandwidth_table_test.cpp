@@ -33,8 +33,9 @@ bandwidth_options options_of(std::uint64_t v) {
 }  // namespace
 
 TEST_CASE("bandwidth_table: readers never see a torn block while a writer publishes") {
+  constexpr std::uint64_t versions = 5000;
   bandwidth_table table(options_of(0));
-  std::atomic<bool> done{false};
+  std::atomic<int> started{0};
   std::atomic<int> torn{0};
   std::atomic<std::uint64_t> reads{0};
   std::vector<std::thread> readers;
@@ -43,7 +44,8 @@ TEST_CASE("bandwidth_table: readers never see a torn block while a writer publis
       urt::detail::qsbr::register_thread();
       std::uint64_t last = 0;
       std::uint64_t n = 0;
-      while (!done.load(std::memory_order_relaxed)) {
+      // Until it has seen the writer's last block (which stays current).
+      while (last != versions) {
         const bandwidth_table::block* b = table.read();
         const std::uint64_t v = b->version;
         const bandwidth_options& o = b->runtime_wide;
@@ -53,7 +55,7 @@ TEST_CASE("bandwidth_table: readers never see a torn block while a writer publis
           torn.fetch_add(1);
         }
         last = v;
-        ++n;
+        if (++n == 1) started.fetch_add(1);
         // A scheduling point: the block may be freed after this.
         urt::detail::qsbr::quiescent();
         if (n % 64 == 0) {
@@ -66,12 +68,11 @@ TEST_CASE("bandwidth_table: readers never see a torn block while a writer publis
       urt::detail::qsbr::unregister_thread();
     });
   }
-  constexpr std::uint64_t versions = 5000;
+  while (started.load() != 3) std::this_thread::yield();  // every reader is reading
   for (std::uint64_t v = 1; v <= versions; ++v) {
     table.update([v](bandwidth_table::block& b) { b.runtime_wide = options_of(v); });
   }
   CHECK(table.read()->version == versions);
-  done = true;
   for (auto& t : readers) t.join();
   CHECK(torn.load() == 0);
   CHECK(reads.load() > 0);

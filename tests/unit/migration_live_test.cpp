@@ -210,8 +210,8 @@ void check_settles(const urt_test::shape& shape, urt::migration_mode mode, int r
 }  // namespace
 
 TEST_CASE("migration_live: once settled, the N most urgent of M > N long-running tasks are running") {
-  // Pull over every live shape; push_ipi over 4 flat workers only, with the
-  // seeds it settles from (see the next test case for the others).
+  // Pull over every live shape, and push_ipi on 4 flat workers; the next
+  // case runs push_ipi over every shape and more seeds.
   for (const auto& shape : urt_test::live_shapes) {
     for (int round = 0; round < 5; ++round) {
       CAPTURE(shape);
@@ -225,17 +225,12 @@ TEST_CASE("migration_live: once settled, the N most urgent of M > N long-running
   }
 }
 
-// Known bug, kept as may_fail so that the suite stays green until it is
-// fixed (then drop may_fail and fold it into the case above): under
-// push_ipi, a worker at preempt_point() pushes away a queued task that is
-// more urgent than its running one whenever some other worker is below
-// that task, instead of yielding to it; the receiving worker does the same,
-// and the task bounces between the two lowest workers, hundreds of
-// thousands of migrations a second, never running, until timing happens to
-// break the cycle (seconds, sometimes longer than the CTest timeout). It
-// shows on every live shape: on the 4-worker ones from seeds 5, 6 and 8,
-// on the larger ones from varying seeds, about 1 settle in 11 in all.
-TEST_CASE("migration_live: push_ipi settles on every shape and seed" * doctest::may_fail()) {
+// Under push_ipi a worker at preempt_point() used to push away a queued
+// task more urgent than its running one instead of yielding to it; the
+// receiving worker did the same, and the task bounced between the two
+// lowest workers without running (about 1 settle in 11 over these shapes
+// and seeds before the fix).
+TEST_CASE("migration_live: push_ipi settles on every shape and seed") {
   for (const auto& shape : urt_test::live_shapes) {
     for (int round = 0; round < 10; ++round) {
       CAPTURE(shape);

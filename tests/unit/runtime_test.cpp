@@ -466,16 +466,13 @@ TEST_CASE("runtime: stop(cancel) drops the queued tasks and counts them") {
   }
 }
 
-// Known bug, kept as may_fail so that the suite stays green until it is
-// fixed (then drop may_fail and fold it into the case above): a worker
-// that reaches its scheduling point during stop(cancel) drops its queue,
-// then, lowered and seeing another worker overloaded, lets go of its queue
-// lock to ask for a push (push_ipi) or pull; a task pushed or pulled in
-// meanwhile is then popped and run instead of dropped. Seen here as the
-// child worker 0's task spawns during the stop: placed home, pushed at once
-// to a worker that had just finished, and run (about 1 run in 8 under TSAN).
-TEST_CASE("runtime: stop(cancel) runs no task that migrates during the stop" *
-          doctest::may_fail()) {
+// A worker that reaches its scheduling point during stop(cancel) drops its
+// queue, then, lowered and seeing another worker overloaded, lets go of its
+// queue lock to ask for a push (push_ipi) or pull; a task pushed or pulled
+// in meanwhile must be dropped too, not run (before the fix, the child
+// worker 0's task spawns during the stop was run about 1 time in 8 under
+// TSAN).
+TEST_CASE("runtime: stop(cancel) runs no task that migrates during the stop") {
   for (auto it = urt_test::live_shapes.begin() + 1; it != urt_test::live_shapes.end(); ++it) {
     check_cancel(*it, false);
   }
