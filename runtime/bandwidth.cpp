@@ -29,6 +29,7 @@ void bandwidth::configure(const bandwidth_options& opts, clock::time_point now) 
   period_start_ = std::max(now, last_);
   last_ = period_start_;
   fifo_used_ = clock::duration{0};
+  period_overrun_ = clock::duration{0};
   picked_in_budget_ = false;
 }
 
@@ -42,8 +43,14 @@ void bandwidth::tick(clock::time_point now) noexcept {
     // options bound the period so that this cannot overflow). Only the
     // part after its start counts against the new budget.
     if (holding_) end_hold(end);
-    period_start_ = end + ((now - end) / period_) * period_;
-    fifo_used_ = clock::duration{0};
+    const clock::duration skipped = ((now - end) / period_) * period_;
+    period_start_ = end + skipped;
+    // Overrun by tasks picked inside the budget is a debt the next period
+    // pays (the kernel carries rt_time over the same way), so that normal
+    // work gets its share on average even with long FIFO tasks; after a
+    // whole period without FIFO it is forgiven.
+    fifo_used_ = skipped.count() == 0 ? std::min(period_overrun_, runtime_) : clock::duration{0};
+    period_overrun_ = clock::duration{0};
     in_period = now - period_start_;
     picked_in_budget_ = false;  // a task that spans periods overran the old one, not this
   }
@@ -52,8 +59,9 @@ void bandwidth::tick(clock::time_point now) noexcept {
     fifo_used_ += in_period;
     if (picked_in_budget_ && fifo_used_ > runtime_) {
       // Picked with budget left, it ran past it: the excess is overrun.
-      worker_counters::bump_relaxed(counters_.overrun_ns,
-                                    ns(fifo_used_ - std::max(before, runtime_)));
+      const clock::duration excess = fifo_used_ - std::max(before, runtime_);
+      period_overrun_ += excess;
+      worker_counters::bump_relaxed(counters_.overrun_ns, ns(excess));
       worker_counters::bump_relaxed(counters_.overrun_events);
       picked_in_budget_ = false;  // one event per task
     }

@@ -29,9 +29,10 @@
 // thread's CPU time would cost a system call per step.
 //
 // Overrun: tasks are not preempted, so one picked inside the budget may
-// run past it; the excess is counted (overrun_ns, overrun_events). The
-// budget holds to within the longest FIFO stretch between two scheduling
-// points.
+// run past it; the excess is counted (overrun_ns, overrun_events) and
+// carried into the next period as used FIFO time (as the kernel carries
+// rt_time), so the budget holds on average; within one period it holds to
+// within the longest FIFO stretch between two scheduling points.
 //
 // Concurrency: owner only; the counters are relaxed owner-written
 // statistics that stats() reads from any thread.
@@ -131,6 +132,7 @@ class bandwidth {
   clock::time_point period_start_;
   clock::time_point last_;          // the last tick
   clock::duration fifo_used_{0};    // in the current period
+  clock::duration period_overrun_{0};  // overrun in the current period: the next one's debt
   run_class running_ = run_class::idle;  // picked at the last scheduling point
   bool picked_in_budget_ = false;   // ... and it was FIFO picked with budget left
   bool holding_ = false;

@@ -156,3 +156,22 @@ TEST_CASE("bandwidth: FIFO, normal and idle time add up to the time accounted") 
           static_cast<std::uint64_t>((s.now - t0).count()));
   }
 }
+
+TEST_CASE("bandwidth: overrun is carried into the next period as used FIFO time") {
+  bandwidth bw({.mode = throttle_mode::deferred, .runtime = 2ms, .period = 10ms}, t0);
+  bw.tick(t0);
+  CHECK(bw.decide(t0, true) == bandwidth::allow::any);
+  bw.picked(run_class::fifo);
+  bw.tick(t0 + 3ms);  // 1 ms past the budget
+  CHECK(bw.decide(t0 + 3ms, true) == bandwidth::allow::normal_only);
+  bw.picked(run_class::normal);
+  bw.tick(t0 + 10ms);  // the next period starts with the 1 ms debt
+  CHECK(bw.fifo_used() == 1ms);
+  CHECK(bw.decide(t0 + 10ms, true) == bandwidth::allow::any);
+  bw.picked(run_class::fifo);
+  bw.tick(t0 + 11ms);  // 1 ms of FIFO, with the debt: the 2 ms budget is spent
+  CHECK(bw.decide(t0 + 11ms, true) == bandwidth::allow::normal_only);
+  bw.picked(run_class::idle);
+  bw.tick(t0 + 40ms);  // whole periods without FIFO: the debt is forgiven
+  CHECK(bw.fifo_used() == 0ms);
+}
