@@ -181,8 +181,11 @@ TEST_CASE("timer: overrun_policy::skip drops the missed releases and stays on th
     gaps += static_cast<std::uint64_t>((releases[k] - releases[k - 1]) / period) - 1;
   }
   CHECK(releases[1] >= start + 5 * period);  // the overrun's missed releases were skipped
-  CHECK(series.skipped() == gaps);
-  CHECK(series.skipped() >= 4);
+  // Every gap was counted as skipped. The last release that ran may have
+  // skipped more when it finished late (the next one, cancelled, never
+  // ran), so the count may exceed the gaps seen, never fall short.
+  CHECK(series.skipped() >= gaps);
+  CHECK(gaps >= 4);
 }
 
 TEST_CASE("timer: spawn_at releases in deadline order, never early") {
