@@ -55,13 +55,24 @@ TEST_CASE("discard: a cancelled task whose destructor spawns does not deadlock i
   while (!started.load()) std::this_thread::yield();
   // Queued behind the running task on the one worker: dropped by cancel.
   rt.spawn({.priority = 10}, [guard = spawns_when_destroyed(&rt, &spawned)] {});
-  std::thread stopper([&] { CHECK(rt.stop(urt::stop_mode::cancel) == 2); });
-  // Let stop() begin before the running task ends, so the queued one is cancelled.
-  while (rt.stats().total().cancelled == 0 && !release.load()) {
-    std::this_thread::sleep_for(1ms);
-    release = true;
+  std::atomic<std::size_t> dropped{0};
+  std::thread stopper([&] { dropped = rt.stop(urt::stop_mode::cancel); });
+  // Let the stop begin before the running task ends, so that the queued
+  // one is cancelled: an outside spawn is refused once it has begun. The
+  // probes accepted before that queue up behind and are dropped as well.
+  std::size_t probes = 0;
+  for (;;) {
+    try {
+      rt.spawn({.priority = 1}, [] {});
+      ++probes;
+      std::this_thread::yield();
+    } catch (const urt::runtime_stopped&) {
+      break;
+    }
   }
+  release = true;
   stopper.join();
+  CHECK(dropped.load() == 2 + probes);  // the task, its destructor's spawn, the probes
   CHECK(spawned.load() == 1);
   const urt::worker_stats s = rt.stats().total();
   CHECK(s.accepted == s.completed + s.cancelled);
