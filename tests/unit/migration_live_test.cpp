@@ -340,7 +340,9 @@ TEST_CASE("migration_live: an overloaded worker pushes at its task switch (mode 
       CHECK(s.workers[0].migrated_out == 1);
       CHECK(s.workers[far].migrated_in == 1);
       CHECK(s.total().migrated_in == 1);
-      CHECK(s.workers[0].doorbells_sent >= 1);
+      // Not asserted: a doorbell for the push. `far` is usually parked then,
+      // but may be awake for a stale completion of its alarm and see the
+      // task through moved_in without a ring (3 runs in 100 under load).
       CHECK(s.total().pulls == 0);
       CHECK(s.total().token_hops == 0);
     }
