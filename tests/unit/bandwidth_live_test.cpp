@@ -137,30 +137,29 @@ TEST_CASE("bandwidth_live: off accounts nothing") {
   CHECK(s.throttle_events == 0);
 }
 
-TEST_CASE("bandwidth_live: FIFO, normal and idle time add up to the worker's running time") {
+TEST_CASE("bandwidth_live: FIFO, normal and idle time stay within the worker's running time") {
   const auto before = urt::clock::now();
-  std::uint64_t accounted = 0;
-  {
-    urt::runtime rt(one_worker(urt::throttle_mode::deferred));
-    chain hog{rt, 50, 1ms};
-    chain normal{rt, urt::priority_normal, 1ms};
-    normal.start();
-    hog.start();
-    hog.wait_runs(30);
-    normal.wait_runs(30);
-    hog.stop = true;
-    normal.stop = true;
-    std::this_thread::sleep_for(2ms);  // some idle time too
-    rt.stop();
-    const urt::worker_stats s = rt.stats().total();
-    accounted = s.fifo_ns + s.normal_ns + s.idle_ns;
-    CHECK(s.idle_ns > 0);
-  }
+  urt::runtime rt(one_worker(urt::throttle_mode::deferred));
+  chain hog{rt, 50, 1ms};
+  chain normal{rt, urt::priority_normal, 1ms};
+  normal.start();
+  hog.start();
+  hog.wait_runs(30);
+  normal.wait_runs(30);
+  hog.stop = true;
+  normal.stop = true;
+  std::this_thread::sleep_for(2ms);  // some idle time too
+  rt.stop();
   const auto elapsed = static_cast<std::uint64_t>((urt::clock::now() - before).count());
+  const urt::worker_stats s = rt.stats().total();
   // Accounting runs from the worker's construction to its last scheduling
-  // point, both inside the elapsed interval.
-  CHECK(accounted <= elapsed);
-  CHECK(accounted >= elapsed / 2);
+  // point that looked, inside the elapsed interval; each run of a chain
+  // spun 1 ms of wall time in its own class (the exact reconciliation is
+  // bandwidth_test's, over made-up time).
+  CHECK(s.fifo_ns + s.normal_ns + s.idle_ns <= elapsed);
+  CHECK(s.fifo_ns >= 30'000'000);
+  CHECK(s.normal_ns >= 30'000'000);
+  CHECK(s.idle_ns > 0);
 }
 
 TEST_CASE("bandwidth_live: every task runs exactly once under throttling in every migration mode") {
