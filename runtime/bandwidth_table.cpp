@@ -1,5 +1,6 @@
 #include "bandwidth_table.hpp"
 
+#include "messages.hpp"
 #include "qsbr.hpp"
 
 #include <urcu/urcu-qsbr.h>
@@ -41,8 +42,6 @@ void free_node(rcu_head* head) noexcept {
 #endif
   delete reinterpret_cast<node*>(head);
 }
-
-std::string ns_text(std::chrono::nanoseconds d) { return std::to_string(d.count()) + "ns"; }
 
 }  // namespace
 

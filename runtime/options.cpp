@@ -8,15 +8,13 @@
 #include <string_view>
 
 #include "bandwidth_table.hpp"
+#include "messages.hpp"
 
 namespace urt {
 namespace {
 
-std::string ns_text(std::chrono::nanoseconds d) { return std::to_string(d.count()) + "ns"; }
-
-[[noreturn]] void bad_option(std::string_view field, const std::string& why) {
-  throw std::invalid_argument("runtime_options." + std::string(field) + ": " + why);
-}
+using detail::bad_option;
+using detail::ns_text;
 
 // An enum field must hold one of its enumerators: a value cast from an
 // integer is named with the field and the enum's type.

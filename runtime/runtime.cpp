@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bandwidth_table.hpp"
+#include "messages.hpp"
 #include "migrator.hpp"
 #include "node_pool.hpp"
 #include "placement.hpp"
@@ -22,16 +23,8 @@ namespace urt {
 using detail::run_state;
 using detail::task_node;
 using detail::worker;
-
-namespace {
-
-std::string ns_text(std::chrono::nanoseconds d) { return std::to_string(d.count()) + "ns"; }
-
-[[noreturn]] void bad_option(const std::string& field, const std::string& why) {
-  throw std::invalid_argument("runtime_options." + field + ": " + why);
-}
-
-}  // namespace
+using detail::bad_option;
+using detail::ns_text;
 
 namespace {
 
