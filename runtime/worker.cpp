@@ -169,10 +169,9 @@ worker::pick_rule worker::consult_budgets() noexcept {
   const bool normal_waiting = q_.rq.has(priority_normal);
   bool look = groups_.any();  // group budgets charge every FIFO task switch
   if (!look && bandwidth_.active()) {
+    // The class pop() would take without a budget.
     const int top = q_.rq.top_level();
-    const run_class next = top > priority_normal   ? run_class::fifo
-                           : top == priority_normal ? run_class::normal
-                                                    : run_class::idle;
+    const run_class next = top < 0 ? run_class::idle : class_of_task(top);
     look = bandwidth_.must_look(next, normal_waiting);
   }
   if (!look) return rule;
