@@ -6,9 +6,11 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "bandwidth_table.hpp"
 #include "messages.hpp"
+#include "urt/worker_set.hpp"
 
 namespace urt {
 namespace {
@@ -74,6 +76,20 @@ void runtime_options::validate() const {
   check_wait("ipi_timeout", ipi_timeout);
   check_enum("lock_memory", lock_memory, "memory_lock", {memory_lock::none, memory_lock::all});
   detail::validate_bandwidth(bandwidth, "runtime_options.bandwidth");
+  check_enum("cid_mode", cid_mode, "concurrency_id_mode",
+             {concurrency_id_mode::batched_scan, concurrency_id_mode::ownership});
+  for (const auto& [field, value] : {std::pair<std::string_view, std::chrono::nanoseconds>{
+                                         "cid_idle_threshold", cid_idle_threshold},
+                                     {"cid_scan_interval", cid_scan_interval}}) {
+    if (value.count() < 0) bad_option(field, ns_text(value) + " is negative");
+    if (value > max_cid_time) {
+      bad_option(field, ns_text(value) + " is above " + ns_text(max_cid_time) + " (1 h)");
+    }
+  }
+  if (cid_scan_batch == 0 || cid_scan_batch > max_workers) {
+    bad_option("cid_scan_batch", std::to_string(cid_scan_batch) + " is outside 1.." +
+                                     std::to_string(max_workers));
+  }
 }
 
 }  // namespace urt

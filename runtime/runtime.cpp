@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "bandwidth_table.hpp"
+#include "cid.hpp"
+#include "current.hpp"
 #include "messages.hpp"
 #include "migrator.hpp"
 #include "node_pool.hpp"
@@ -59,6 +61,7 @@ struct runtime::impl {
   detail::push_token token;
   // Outlives the workers, which read it until they exit.
   std::unique_ptr<detail::bandwidth_table> bandwidth_params;
+  std::unique_ptr<detail::cid_table> cids;  // outlives the workers too
   detail::runtime_shared shared;
   std::vector<std::unique_ptr<worker>> workers;
   worker_bells bells{workers};
@@ -105,6 +108,9 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
   prio_map = std::make_unique<detail::cpupri>(options.cpupri, topo.workers());
   overload = std::make_unique<detail::overload_mask>(topo.workers());
   bandwidth_params = std::make_unique<detail::bandwidth_table>(options.bandwidth);
+  cids = std::make_unique<detail::cid_table>(static_cast<unsigned>(n),
+                                             detail::cid_space::config_of(options));
+  cids->create(0);  // the default group
   queues.assign(n, nullptr);
   migrate = std::make_unique<detail::migrator>(queues, *prio_map, *overload);
   shared.options = &options;
@@ -115,6 +121,7 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
   shared.token = &token;
   shared.bells = &bells;
   shared.bandwidth_params = bandwidth_params.get();
+  shared.cids = cids.get();
   shared.owner = this;
 
   workers.reserve(n);
@@ -372,6 +379,7 @@ group runtime::make_group(const group_options& opts) {
                               std::to_string(max_groups) + " groups already (urt::max_groups)");
     }
     id = static_cast<unsigned>(b.groups.size());
+    impl_->cids->create(id);  // before any task of the group can exist
     b.groups.push_back({opts.name, opts.budget});
     // Release: pairs with the acquire load in check_group(); under the
     // writer mutex, so ids and counts agree.
@@ -399,6 +407,7 @@ group_stats runtime::stats(group g) const {
     s.budget = b.groups[g.id()].budget;
   });
   for (const auto& w : impl_->workers) w->add_group_stats(g.id(), s);
+  impl_->cids->space(g.id()).add_stats(s);
   return s;
 }
 
@@ -408,6 +417,26 @@ void runtime::set_bandwidth(const bandwidth_options& opts) {
     throw runtime_stopped("runtime::set_bandwidth: the runtime is stopped or stopping");
   }
   impl_->bandwidth_params->update([&](detail::bandwidth_table::block& b) { b.runtime_wide = opts; });
+}
+
+std::size_t runtime::cid_space_size(group g, const char* what) const {
+  impl_->check_group(g, what);
+  return impl_->cids->space(g.id()).size();
+}
+
+unsigned runtime::task_cid(group g, const char* what) const {
+  worker* w = worker::current_in(impl_.get());
+  const detail::task_node* task = detail::current.task;
+  if (w == nullptr || task == nullptr) {
+    throw std::logic_error(std::string(what) +
+                           ": the calling thread is not running a task of this runtime");
+  }
+  if (task->group != g.id()) {
+    throw std::logic_error(std::string(what) + ": the calling task is in group " +
+                           std::to_string(task->group) + ", not group " +
+                           std::to_string(g.id()));
+  }
+  return w->cid(g.id());
 }
 
 std::size_t runtime::worker_count() const noexcept { return impl_->workers.size(); }

@@ -21,6 +21,7 @@ class migrator;
 class push_token;
 class peer_bells;
 class bandwidth_table;
+class cid_table;
 
 /// Lifecycle of a runtime as the workers see it. Transitions only forward:
 /// running -> draining | cancelling -> stopped.
@@ -44,6 +45,7 @@ struct runtime_shared {
   push_token* token = nullptr;
   peer_bells* bells = nullptr;  // whom a push or a token hop rings, by worker id
   bandwidth_table* bandwidth_params = nullptr;  // live bandwidth parameters (QSBR)
+  cid_table* cids = nullptr;  // each group's concurrency-ID space (cid.hpp)
   const void* owner = nullptr;  // identifies the runtime for worker::current_in()
 };
 

@@ -34,6 +34,8 @@ clock::time_point release_time() {
   return task.timed ? task.release : clock::time_point{};
 }
 
+unsigned cid() { return detail::current.self->cid(current_task().group); }
+
 }  // namespace urt::this_task
 
 namespace urt {

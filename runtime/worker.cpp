@@ -29,8 +29,8 @@ worker::worker(runtime_shared& shared, unsigned id)
                                        *shared.token, *shared.bells,
                                        static_cast<unsigned>(shared.topo->worker_count())},
                 q_, counters_),
-      bandwidth_(shared.options->bandwidth, clock::now()) {
-}
+      bandwidth_(shared.options->bandwidth, clock::now()),
+      cids_(*shared.cids, id) {}
 
 worker::~worker() {
   if (thread_.joinable()) thread_.join();
@@ -149,6 +149,9 @@ task_node* worker::step(run_state seen) noexcept {
   // A destructor may spawn onto this worker after the pick: look again
   // before idling.
   if (discard_put_off() && node == nullptr) look_again_ = true;
+  // Hook after the pick: the concurrency ID held for the group that ran
+  // is kept for the next task of that group, or given up (cid.hpp).
+  cids_.at_switch(node != nullptr ? node->group : -1);
   if (push) balancer_.push_tasks(*push);  // after each task switch (push_rt_tasks)
   balancer_.serve_token();
   return node;

@@ -5,9 +5,11 @@
 //   - balancer (balancer.hpp): migration: pushes, pulls, the push token;
 //   - parker (parker.hpp): idling: spin, park on the doorbell, the alarm;
 //   - bandwidth (bandwidth.hpp): the FIFO budget, consulted before a pick;
-//   - the next mechanisms (concurrency IDs) plug in the same way: a module
-//     with its own state, called from step() at the marked hooks (before a
-//     task is picked, after it ran), never new members here.
+//   - cid (cid.hpp): the concurrency ID the worker holds for the group it
+//     runs, given up or kept at each task switch (after the pick);
+//   - the next mechanisms plug in the same way: a module with its own
+//     state, called from step() at the marked hooks (before a task is
+//     picked, after the pick, after it ran), never new members here.
 //
 // Concurrency:
 //   - submit_remote(), ring() and hand_token(): any thread, concurrently
@@ -34,6 +36,7 @@
 
 #include "balancer.hpp"
 #include "bandwidth.hpp"
+#include "cid.hpp"
 #include "group_budgets.hpp"
 #include "inbox.hpp"
 #include "parker.hpp"
@@ -112,6 +115,9 @@ class worker {
   /// Any thread: adds this worker's counters of group `g` to `out`.
   void add_group_stats(unsigned g, group_stats& out) const noexcept;
 
+  /// Owner only, inside a task of group `g`: its concurrency ID (cid.hpp).
+  [[nodiscard]] unsigned cid(unsigned g) noexcept { return cids_.get(g); }
+
   /// The worker whose thread is calling, if it belongs to the runtime `owner`.
   static worker* current_in(const void* owner) noexcept;
 
@@ -181,6 +187,7 @@ class worker {
   balancer balancer_;
   bandwidth bandwidth_;
   group_budgets groups_;
+  cid_user cids_;
   std::uint64_t bandwidth_version_ = 0;  // the parameter block bandwidth_ follows
   timer_queue timers_;
   bool series_ended_ = false;  // periodic series ended once stop() began

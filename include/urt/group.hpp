@@ -1,6 +1,7 @@
 // urt/group.hpp: task groups and their FIFO budgets.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -48,6 +49,13 @@ class group {
   unsigned id_ = 0;
 };
 
+/// Buckets of group_stats::cid_step_ns: a compaction step that took less
+/// than cid_step_bounds_ns[i] counts in bucket i; the last bucket counts
+/// the rest.
+inline constexpr unsigned cid_step_buckets = 8;
+inline constexpr std::array<std::uint64_t, cid_step_buckets - 1> cid_step_bounds_ns{
+    250, 500, 1'000, 2'000, 4'000, 8'000, 16'000};
+
 /// A snapshot of one group's counters, summed over the workers.
 struct group_stats {
   unsigned id = 0;
@@ -56,6 +64,16 @@ struct group_stats {
   std::uint64_t fifo_ns = 0;          ///< its FIFO tasks ran this long (where it has a budget)
   std::uint64_t throttle_events = 0;  ///< times its FIFO tasks were held back on a worker
   std::uint64_t throttled_ns = 0;     ///< time they were held back, summed over workers
+
+  // Concurrency IDs (this_task::cid(), runtime_options::cid_mode).
+  std::uint64_t cids_allocated = 0;   ///< IDs taken from the group's free pool
+  std::uint64_t cids_reclaimed = 0;   ///< cached IDs taken back by compaction steps
+  std::uint64_t cids_released = 0;    ///< IDs given back by their workers (ownership, moves down)
+  unsigned cids_in_use = 0;           ///< IDs held now (active or cached)
+  int highest_cid = -1;               ///< the highest ID held now; -1: none
+  std::uint64_t cid_steps = 0;        ///< compaction steps that visited workers
+  /// Those steps by their cost (one clock read included), cid_step_bounds_ns.
+  std::array<std::uint64_t, cid_step_buckets> cid_step_ns{};
 };
 
 }  // namespace urt

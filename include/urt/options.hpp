@@ -81,6 +81,28 @@ enum class timer_wake_mode : unsigned char {
   adaptive,
 };
 
+/// How a group's concurrency IDs (urt::this_task::cid()) return to the
+/// group's pool (runtime_options::cid_mode). Both give every worker running
+/// a task of the group an ID no other worker running the group holds, below
+/// the number of workers, and both keep it across consecutive tasks of the
+/// group at no cost (bench/README.md compares them).
+enum class concurrency_id_mode : unsigned char {
+  /// A worker keeps its ID of a group after it stops running the group
+  /// (idle or another group), so that it finds it again for free. Batched
+  /// compaction takes back the IDs of workers that have not run the group
+  /// for cid_idle_threshold, and those above the number of IDs in use: each
+  /// step visits cid_scan_batch workers, at scheduling points of workers
+  /// running the group (rseq's mm_cid with the kernel's 2025 batched scan).
+  /// The default.
+  batched_scan,
+  /// A worker holds an ID only while it runs the group and gives it back
+  /// at the switch to another group or to idle; the next one it takes is
+  /// the lowest free (the kernel's later ownership design, with workers as
+  /// the CPUs that borrow IDs). No scan, an atomic operation on the
+  /// group's shared bitmap at each switch.
+  ownership,
+};
+
 /// What a worker does when its FIFO class (priorities 1..99) has spent its
 /// runtime in the current period (runtime_options::bandwidth).
 enum class throttle_mode : unsigned char {
@@ -161,6 +183,19 @@ struct runtime_options {
   memory_lock lock_memory = memory_lock::none;
   /// Each worker's FIFO budget, so that normal work on it is not starved.
   bandwidth_options bandwidth{};
+  /// How concurrency IDs return to their group's pool (see concurrency_id_mode).
+  concurrency_id_mode cid_mode = concurrency_id_mode::batched_scan;
+  /// batched_scan: an ID of a worker that has not run the group for this
+  /// long is reclaimed by the next compaction step that visits it. 0 <= t <=
+  /// max_cid_time. 100 ms, the kernel's (SCHED_MM_CID_PERIOD_NS).
+  std::chrono::nanoseconds cid_idle_threshold = std::chrono::milliseconds{100};
+  /// batched_scan: workers one compaction step visits, 1..max_workers. 16,
+  /// the kernel's choice after measuring 8, 16 and 32.
+  unsigned cid_scan_batch = 16;
+  /// batched_scan: a full pass over the workers starts at most this often
+  /// (its steps follow at the next scheduling points). 0 <= t <=
+  /// max_cid_time. 100 ms, the kernel's (MM_CID_SCAN_DELAY).
+  std::chrono::nanoseconds cid_scan_interval = std::chrono::milliseconds{100};
   /// Called on the worker with the exception of a task that threw (inside
   /// it, this_task still describes the failed task). Empty: the runtime
   /// counts it and reports the first one per runtime on stderr. A throwing
@@ -173,6 +208,9 @@ struct runtime_options {
   /// keeps every deadline computed from them (now + window, a release -
   /// window) far inside the clock's range, so none can overflow.
   static constexpr std::chrono::nanoseconds max_wait = std::chrono::seconds{1};
+
+  /// The longest cid_idle_threshold and cid_scan_interval accepted.
+  static constexpr std::chrono::nanoseconds max_cid_time = std::chrono::hours{1};
 
   /// Every allowed PU of this machine, SCHED_OTHER, no memory locking.
   static runtime_options all_cores() { return {}; }

@@ -38,6 +38,9 @@ namespace detail {
 struct task_node;
 }
 
+template <class T>
+class per_cid;
+
 /// A pool of pinned worker threads running prioritized tasks, SCHED_FIFO
 /// style: each worker runs its most urgent queued task next, first in first
 /// out within a priority. Thread-safe: every member may be called from any
@@ -143,6 +146,15 @@ class runtime {
 
  private:
   struct impl;
+  template <class T>
+  friend class per_cid;
+
+  // For per_cid: the size of group `g`'s ID space (the worker count);
+  // std::invalid_argument, prefixed `what`, for a group of another runtime.
+  [[nodiscard]] std::size_t cid_space_size(group g, const char* what) const;
+  // For per_cid: the calling task's concurrency ID; std::logic_error,
+  // prefixed `what`, unless the caller is a task of group `g` of this runtime.
+  [[nodiscard]] unsigned task_cid(group g, const char* what) const;
 
   // A node taken for one spawn: returned to the pool unless committed.
   class spawn_ticket {

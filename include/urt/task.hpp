@@ -41,6 +41,12 @@ namespace this_task {
 /// or start + k * period for release k of every(); clock::time_point{}
 /// for a task spawned without a release time.
 [[nodiscard]] clock::time_point release_time();
+/// The calling task's concurrency ID in its group: no other worker running
+/// a task of the same group holds it while this task runs, and it is below
+/// the number of workers. A worker keeps it across consecutive tasks of the
+/// group (then this is two loads); between tasks it may change
+/// (runtime_options::cid_mode). Index per-ID data with it (urt::per_cid).
+[[nodiscard]] unsigned cid();
 }  // namespace this_task
 
 /// A scheduling point inside a long-running task: takes in the work that

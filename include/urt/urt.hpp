@@ -5,6 +5,7 @@
 #include "urt/priority.hpp"
 #include "urt/group.hpp"
 #include "urt/options.hpp"
+#include "urt/per_cid.hpp"
 #include "urt/runtime.hpp"
 #include "urt/stats.hpp"
 #include "urt/task.hpp"
