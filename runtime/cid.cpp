@@ -145,16 +145,18 @@ unsigned cid_space::move_down(unsigned w, unsigned cid) noexcept {
 }
 
 template <class Rule>
-void cid_space::reclaim_if(unsigned i, Rule reclaimable) noexcept {
+bool cid_space::reclaim_if(unsigned i, Rule reclaimable) noexcept {
   std::uint64_t s = slots_[i].load(std::memory_order_relaxed);
-  if (state_of(s) != state_cached || !reclaimable(s)) return;
+  if (state_of(s) != state_cached || !reclaimable(s)) return false;
   // Acquire: pairs with the owner's release store in deactivate(). The CAS
   // fails when the owner took the slot back (activate) or cached it anew.
   if (slots_[i].compare_exchange_strong(s, pack(0, state_unset, 0), std::memory_order_acquire,
                                         std::memory_order_relaxed)) {
     free_id(cid_of(s));
     counters_.reclaimed.fetch_add(1, std::memory_order_relaxed);
+    return true;
   }
+  return false;
 }
 
 unsigned cid_space::step(std::int64_t now) noexcept {
@@ -180,11 +182,14 @@ unsigned cid_space::step(std::int64_t now) noexcept {
   // or above the number in use. Cached ones there go back now; active ones
   // move down at their owners' next scheduling points (keep()).
   const unsigned weight = in_use();
+  unsigned taken = 0;
   for (unsigned i = begin; i < end; ++i) {
-    reclaim_if(i, [&](std::uint64_t s) { return cid_of(s) >= weight; });
+    taken += reclaim_if(i, [&](std::uint64_t s) { return cid_of(s) >= weight; }) ? 1 : 0;
   }
+  // The number in use now, give or take the other workers' concurrent
+  // takes and returns: a hint.
   const std::uint32_t old = target_.load(std::memory_order_relaxed);
-  target_.store(((old >> 16) + 1) << 16 | (in_use() & target_mask), std::memory_order_relaxed);
+  target_.store(((old >> 16) + 1) << 16 | ((weight - taken) & target_mask), std::memory_order_relaxed);
   const auto took = static_cast<std::uint64_t>((clock::now() - t0).count());
   unsigned bucket = 0;
   while (bucket < cid_step_bounds_ns.size() && took >= cid_step_bounds_ns[bucket]) ++bucket;
@@ -266,13 +271,17 @@ unsigned cid_user::take(unsigned g) noexcept {
 }
 
 void cid_user::switch_held(int next_group) noexcept {
-  const std::int64_t now =
-      held_->mode() == concurrency_id_mode::batched_scan ? cid_clock_ns() : 0;
-  held_->step(now);  // a worker running the group does the group's compaction steps
+  const bool batched = held_->mode() == concurrency_id_mode::batched_scan;
   if (next_group == held_group_) {
+    // Running on in the group: its compaction step, if one is due.
+    if (batched && (++points_ % clock_every == 0 || held_->pass_under_way())) {
+      held_->step(cid_clock_ns());
+    }
     held_cid_ = held_->keep(worker_, held_cid_, seen_);
     return;
   }
+  const std::int64_t now = batched ? cid_clock_ns() : 0;
+  if (batched) held_->step(now);  // the last point at which it runs the group
   held_->deactivate(worker_, held_cid_, now);
   held_ = nullptr;
   held_group_ = -1;

@@ -24,7 +24,9 @@
 //     number as the target; an active worker holding an ID at or above it
 //     moves to the lowest free ID at its next scheduling point (keep()).
 //     Steps run at the scheduling points of workers running the group: no
-//     thread of their own (the analog of the kernel's task_work).
+//     thread of their own (the analog of the kernel's task_work). A worker
+//     running on in one group reads the clock for that at one point in 16
+//     (at every point while a pass is under way), and at each switch away.
 //   ownership: deactivate() gives the ID back at once; no scan, no target.
 //
 // The reclaim protocol (invariant: an ID is in at most one slot, and only
@@ -119,6 +121,10 @@ class cid_space {
   /// or the interval since the last pass started is over). Returns the
   /// number of slots it visited (0: none due, or another worker took it).
   unsigned step(std::int64_t now) noexcept;
+  /// Whether a pass is under way (then step() has a batch to give). Relaxed.
+  [[nodiscard]] bool pass_under_way() const noexcept {
+    return cursor_.load(std::memory_order_relaxed) < workers_;
+  }
 
   // ---- any thread ----
 
@@ -146,11 +152,13 @@ class cid_space {
   }
   static unsigned cid_of(std::uint64_t s) noexcept { return static_cast<unsigned>(s & 0xffff); }
   static std::uint64_t state_of(std::uint64_t s) noexcept { return (s >> 16) & 3; }
-  // Time since the slot word was cached (modulo 2^46 units: 2 years).
+  // Time since the slot word was cached (modulo 2^46 units: 2 years),
+  // rounded up to the next unit: the truncation of both times to units
+  // must not make an ID cached exactly a threshold ago look younger.
   static std::int64_t age_ns(std::uint64_t s, std::int64_t now) noexcept {
     const std::uint64_t t = s >> 18;
     const std::uint64_t n = (static_cast<std::uint64_t>(now) >> time_shift) & time_mask;
-    return static_cast<std::int64_t>(((n - t) & time_mask) << time_shift);
+    return static_cast<std::int64_t>((((n - t) & time_mask) + 1) << time_shift);
   }
 
   unsigned allocate() noexcept;
@@ -158,9 +166,10 @@ class cid_space {
   // The lowest free ID below `limit`, or `limit` when there is none (a racy look).
   [[nodiscard]] unsigned lowest_free_below(unsigned limit) const noexcept;
   unsigned move_down(unsigned w, unsigned cid) noexcept;
-  // Reclaims slot `i` if it is cached and `reclaimable` says so of its word.
+  // Reclaims slot `i` if it is cached and `reclaimable` says so of its
+  // word; true when it did.
   template <class Rule>
-  void reclaim_if(unsigned i, Rule reclaimable) noexcept;
+  bool reclaim_if(unsigned i, Rule reclaimable) noexcept;
   // Debug builds: the uniqueness assertion (see the protocol above).
   void take_holder(unsigned cid, unsigned w) noexcept;
   void drop_holder(unsigned cid, unsigned w) noexcept;
@@ -240,7 +249,13 @@ class cid_user {
   void switch_held(int next_group) noexcept;
 
   const cid_table& table_;
+  // A worker running on in one group looks at the clock (to see whether a
+  // pass is due) once in this many scheduling points, or at each while a
+  // pass is under way: a pass then starts at most this many points late.
+  static constexpr unsigned clock_every = 16;
+
   const unsigned worker_;
+  unsigned points_ = 0;  // scheduling points in the held group
   cid_space* held_ = nullptr;
   int held_group_ = -1;
   unsigned held_cid_ = 0;
