@@ -47,14 +47,18 @@ void spin_for(std::chrono::nanoseconds d) {
 }  // namespace
 
 TEST_CASE("cid_live: no two running tasks of a group share an ID, in both modes, up to 1024 workers") {
-  const urt_test::shape shapes[] = {urt_test::flat, urt_test::numa_16, urt_test::workers_64,
+  // This machine's own topology (workers bound to its CPUs), then synthetic ones.
+  const urt_test::shape shapes[] = {{"this machine", "", 0, 0, 0}, urt_test::flat,
+                                    urt_test::numa_16, urt_test::workers_64,
                                     urt_test::workers_256, urt_test::workers_1024};
   for (const auto& shape : shapes) {
     for (const concurrency_id_mode mode : both_modes) {
       CAPTURE(shape);
       CAPTURE(static_cast<int>(mode));
-      urt::runtime rt(options_for(shape, mode));
-      const unsigned workers = shape.workers;
+      urt::runtime_options o = options_for(shape, mode);
+      if (shape.synthetic.empty()) o.topology = urt::topology_source::system();
+      urt::runtime rt(o);
+      const auto workers = static_cast<unsigned>(rt.worker_count());
       constexpr unsigned groups = 3;
       std::vector<urt::group> g{urt::group{}};
       for (unsigned i = 1; i < groups; ++i) g.push_back(rt.make_group({.name = i == 1 ? "one" : "two"}));
