@@ -302,7 +302,13 @@ bool worker::discard_put_off() noexcept {
 }
 
 std::size_t worker::drain_inbox() noexcept {
-  return inbox_.take([this](task_node* node) { enqueue(node); });
+  // A batch per scheduling point, most urgent first (inbox.hpp); all of it
+  // once stop() began, so a stop does not wait on batches.
+  // Relaxed: a stale `running` costs one more batch.
+  const std::size_t limit = shared_.state.load(std::memory_order_relaxed) == run_state::running
+                                ? inbox::batch
+                                : inbox::unlimited;
+  return inbox_.take(limit, [this](task_node* node) { enqueue(node); });
 }
 
 bool worker::submit_remote(task_node* node) noexcept {
@@ -315,6 +321,9 @@ bool worker::submit_remote(task_node* node) noexcept {
 
 void worker::submit_local(task_node* node) noexcept {
   q_.lock.lock();
+  // FIFO within a priority across remote and local spawns: remote spawns of
+  // this level that returned before this one go first (inbox.hpp).
+  inbox_.take_level_all(node->priority, [this](task_node* n) { enqueue(n); });
   enqueue(node);
   shared_.migrate->publish(id_);  // a more urgent child raises this worker at once
   const std::optional<std::uint64_t> push = balancer_.push_due();

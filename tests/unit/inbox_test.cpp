@@ -1,0 +1,137 @@
+// Tests of a worker's remote submission queues (runtime/inbox.hpp), driven
+// directly: an urgent node behind thousands of less urgent ones is taken
+// first and after at most one batch, FIFO holds within a level across
+// partial takes, a level can be taken alone, and producers racing the owner
+// lose or repeat nothing.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "inbox.hpp"
+#include "task_node.hpp"
+
+namespace {
+
+using urt::detail::inbox;
+using urt::detail::task_node;
+
+std::vector<std::unique_ptr<task_node>> make_nodes(std::size_t n) {
+  std::vector<std::unique_ptr<task_node>> v;
+  v.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) v.push_back(std::make_unique<task_node>());
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("inbox: an urgent node behind thousands is taken first, within one batch") {
+  inbox box;
+  auto nodes = make_nodes(10'001);
+  for (std::size_t i = 0; i < 10'000; ++i) {
+    nodes[i]->priority = 1;
+    box.push(nodes[i].get());
+  }
+  nodes[10'000]->priority = 90;
+  box.push(nodes[10'000].get());
+  std::vector<task_node*> taken;
+  const std::size_t n = box.take(inbox::batch, [&](task_node* node) { taken.push_back(node); });
+  REQUIRE(n == inbox::batch);
+  CHECK(taken.front() == nodes[10'000].get());
+  // Then the burst, in order, a batch at a time.
+  while (box.pending()) {
+    const std::size_t before = taken.size();
+    CHECK(box.take(inbox::batch, [&](task_node* node) { taken.push_back(node); }) <= inbox::batch);
+    REQUIRE(taken.size() > before);
+  }
+  REQUIRE(taken.size() == 10'001);
+  for (std::size_t i = 0; i < 10'000; ++i) CHECK(taken[i + 1] == nodes[i].get());
+}
+
+TEST_CASE("inbox: FIFO within each level across partial takes, most urgent level first") {
+  inbox box;
+  auto nodes = make_nodes(600);
+  std::mt19937 rng(7);
+  std::vector<std::vector<task_node*>> by_level(100);
+  for (auto& node : nodes) {
+    node->priority = static_cast<urt::priority_t>(rng() % 4 == 0 ? 0 : 1 + rng() % 99);
+    by_level[static_cast<std::size_t>(node->priority)].push_back(node.get());
+    box.push(node.get());
+  }
+  std::vector<std::vector<task_node*>> seen(100);
+  int last_level = 100;
+  while (box.pending()) {
+    box.take(1 + rng() % 20, [&](task_node* node) {
+      CHECK(node->priority <= last_level);  // never a more urgent level after a less urgent one
+      last_level = node->priority;
+      seen[static_cast<std::size_t>(node->priority)].push_back(node);
+    });
+  }
+  for (std::size_t level = 0; level < 100; ++level) {
+    CAPTURE(level);
+    CHECK(seen[level] == by_level[level]);
+  }
+}
+
+TEST_CASE("inbox: take_level_all takes one level whole and leaves the others") {
+  inbox box;
+  auto nodes = make_nodes(300);
+  for (std::size_t i = 0; i < 300; ++i) {
+    nodes[i]->priority = static_cast<urt::priority_t>(i % 3 == 0 ? 40 : 10);
+    box.push(nodes[i].get());
+  }
+  std::vector<task_node*> taken;
+  CHECK(box.take_level_all(10, [&](task_node* n) { taken.push_back(n); }) == 200);
+  for (task_node* n : taken) CHECK(n->priority == 10);
+  CHECK(box.take_level_all(10, [&](task_node*) { CHECK(false); }) == 0);
+  CHECK(box.pending());
+  CHECK(box.take(inbox::unlimited, [](task_node* n) { CHECK(n->priority == 40); }) == 100);
+  CHECK_FALSE(box.pending());
+}
+
+TEST_CASE("inbox: producers racing the owner's batches lose and repeat nothing") {
+  constexpr unsigned producers = 4;
+  constexpr std::size_t each = 20'000;
+  inbox box;
+  std::vector<std::vector<std::unique_ptr<task_node>>> nodes;
+  for (unsigned p = 0; p < producers; ++p) nodes.push_back(make_nodes(each));
+  // A node's producer and index, for FIFO per producer and level.
+  std::vector<std::vector<std::uint32_t>> last(producers, std::vector<std::uint32_t>(100, 0));
+  std::atomic<bool> done{false};
+  std::vector<std::thread> pool;
+  for (unsigned p = 0; p < producers; ++p) {
+    pool.emplace_back([&, p] {
+      std::mt19937 rng(p);
+      for (std::size_t i = 0; i < each; ++i) {
+        task_node* n = nodes[p][i].get();
+        n->priority = static_cast<urt::priority_t>(rng() % 3 == 0 ? 90 : rng() % 5);
+        n->queued_on = p;                             // the producer
+        n->release = urt::clock::time_point{std::chrono::nanoseconds{i + 1}};  // its index + 1
+        box.push(n);
+      }
+    });
+  }
+  std::size_t taken = 0;
+  unsigned out_of_order = 0;
+  std::thread owner([&] {
+    std::mt19937 rng(99);
+    const auto take = [&](task_node* n) {
+      const auto index = static_cast<std::uint32_t>(n->release.time_since_epoch().count());
+      auto& prev = last[n->queued_on][static_cast<std::size_t>(n->priority)];
+      if (index <= prev) ++out_of_order;
+      prev = index;
+      ++taken;
+    };
+    while (!done.load() || box.pending()) box.take(1 + rng() % 100, take);
+  });
+  for (auto& t : pool) t.join();
+  done.store(true);
+  owner.join();
+  CHECK(taken == producers * each);
+  CHECK(out_of_order == 0);
+  CHECK_FALSE(box.pending());
+}
