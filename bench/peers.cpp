@@ -14,6 +14,12 @@
 //   (c) urgent behind  10,000 tasks that each spin 1 us are queued at low
 //       10k            priority, then one urgent task is posted; the time from
 //                      its post to its start, 20 samples, p50 and max.
+//   (d) plain burst    as a user writes it: from the SCHED_OTHER main thread,
+//                      with the pools running, no gate and no settling, 100,
+//                      1,000 or 10,000 1-us tasks at low priority, then at
+//                      once one urgent task; its start latency, 20 samples
+//                      per size, p50 and max (asio only at 100: it has no
+//                      priorities, its urgent task waits for the burst).
 //
 // The executors, each with two threads running tasks:
 //   urt     urt::runtime on cpus "0-1" (two pinned workers), idle_spin 50 us.
@@ -267,6 +273,30 @@ struct backlog_state {
     raise(urgent_done);
   }
 } g_backlog;
+
+/// (d): a plain burst's progress and the urgent task's entry.
+struct burst_state {
+  alignas(64) std::atomic<std::uint32_t> low_done{0};
+  std::uint32_t size = 0;
+  alignas(64) std::atomic<std::int64_t> t1{0};
+  std::atomic<std::uint32_t> all_low_done{0};
+  std::atomic<std::uint32_t> urgent_done{0};
+
+  void reset(std::uint32_t n) noexcept {
+    size = n;
+    low_done.store(0, std::memory_order_relaxed);
+    all_low_done.store(0, std::memory_order_relaxed);
+    urgent_done.store(0, std::memory_order_relaxed);
+  }
+  void low() noexcept {
+    spin_for(backlog_task_spin);
+    if (low_done.fetch_add(1, std::memory_order_acq_rel) + 1 == size) raise(all_low_done);
+  }
+  void urgent() noexcept {
+    t1.store(now_ns(), std::memory_order_relaxed);
+    raise(urgent_done);
+  }
+} g_burst;
 
 // ---------------------------------------------------------------------------
 // The executors. Each offers: post (a), post_wake (b), hold (blocker `i` of
@@ -596,6 +626,21 @@ backlog_sample backlog_once(Ex& ex) {
   return s;
 }
 
+// (d) -----------------------------------------------------------------------
+
+/// One plain burst of `n` low tasks, then the urgent one: its start latency, us.
+template <class Ex>
+double burst_once(Ex& ex, std::uint32_t n) {
+  std::this_thread::sleep_for(switch_pause);
+  g_burst.reset(n);
+  for (std::uint32_t i = 0; i < n; ++i) ex.post_low([] { g_burst.low(); });
+  const std::int64_t t0 = now_ns();
+  ex.post_urgent([] { g_burst.urgent(); });
+  wait_set(g_burst.urgent_done);
+  wait_set(g_burst.all_low_done);
+  return static_cast<double>(g_burst.t1.load(std::memory_order_relaxed) - t0) / 1e3;
+}
+
 /// Threads of this process, besides the caller, not at SCHED_OTHER: none
 /// should be (an executor thread created while main ran SCHED_FIFO would
 /// have inherited it).
@@ -765,6 +810,34 @@ int main() {
                 res->urgent_us[slowest], res->low_between[slowest]);
   }
 
+  // (d) ---------------------------------------------------------------------
+  constexpr std::uint32_t burst_sizes[] = {100, 1000, 10000};
+  std::vector<double> burst_u[3];
+  std::vector<double> burst_a;
+  std::vector<double> burst_t[3];
+  for (int i = 0; i < backlog_samples; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      burst_u[k].push_back(burst_once(urt_ex, burst_sizes[k]));
+      burst_t[k].push_back(burst_once(tbb_ex, burst_sizes[k]));
+    }
+    burst_a.push_back(burst_once(asio_ex, burst_sizes[0]));
+  }
+  std::printf("(d) plain burst from the SCHED_OTHER main thread, no settling: the urgent task's "
+              "start, us, p50 / max of %d\n",
+              backlog_samples);
+  std::printf("    %-8s %21s %21s %21s\n", "burst", "urt", "oneTBB (high arena)", "asio");
+  for (int k = 0; k < 3; ++k) {
+    const std::string a =
+        k == 0 ? fixed(percentile(burst_a, 50), 1) + " / " + fixed(max_of(burst_a), 1) : "-";
+    std::printf("    %-8u %21s %21s %21s\n", burst_sizes[k],
+                (fixed(percentile(burst_u[k], 50), 1) + " / " + fixed(max_of(burst_u[k]), 1)).c_str(),
+                (fixed(percentile(burst_t[k], 50), 1) + " / " + fixed(max_of(burst_t[k]), 1)).c_str(),
+                a.c_str());
+  }
+  bool burst_ok = true;
+  for (int k = 0; k < 3; ++k) burst_ok = burst_ok && percentile(burst_u[k], 50) <= percentile(burst_t[k], 50);
+  const double growth = percentile(burst_u[2], 50) / percentile(burst_u[0], 50);
+
   // Summary -------------------------------------------------------------------
   const double tp_u = median(ru.throughput) / 1e6;
   const double tp_a = median(ra.throughput) / 1e6;
@@ -793,5 +866,8 @@ int main() {
               yes_no(u50_u <= u50_t));
   std::printf("urgent-behind-10k p50 at least 1000x better than asio: %s\n",
               yes_no(u50_u * 1000 <= u50_a));
+  std::printf("plain burst: urt p50 at most oneTBB's at every size: %s\n", yes_no(burst_ok));
+  std::printf("plain burst: urt p50 at 10,000 at most 2x its p50 at 100: %s (%.2fx)\n",
+              yes_no(growth <= 2), growth);
   return 0;
 }
