@@ -69,6 +69,13 @@ class runtime {
   /// below it. No heap allocation in steady state for callables of up to
   /// detail::inline_task_bytes. Throws std::invalid_argument for a bad spec
   /// and runtime_stopped after stop(); `fn` is then left untouched.
+  ///
+  /// Order: among tasks queued on one worker, the most urgent runs first,
+  /// and within a priority they run in the order their spawn() calls
+  /// returned, whether they came from other threads or from tasks on that
+  /// worker, for every pair of spawns whose order the callers could observe
+  /// (one returned before the other began). A task moved to another worker
+  /// by migration runs in that worker's order from then on.
   template <class F>
     requires std::invocable<std::decay_t<F>&> && std::constructible_from<std::decay_t<F>, F&&>
   void spawn(const task_spec& spec, F&& fn) {
