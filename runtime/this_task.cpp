@@ -34,7 +34,10 @@ clock::time_point release_time() {
   return task.timed ? task.release : clock::time_point{};
 }
 
-unsigned cid() { return detail::current.self->cid(current_task().group); }
+unsigned cid() {
+  const unsigned group = current_task().group;  // throws outside a task, before self is used
+  return detail::current.self->cid(group);
+}
 
 }  // namespace urt::this_task
 
