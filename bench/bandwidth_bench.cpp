@@ -6,8 +6,13 @@
 //     per_worker on its own budget, against global_lock: one budget shared
 //     by every thread behind one lock, checked on every switch (the kernel's
 //     def_rt_bandwidth before per-CPU accounting; it exists only here). At
-//     1 and 2 threads, and oversubscribed (4x the CPUs). Median of
-//     interleaved runs; ratio per_worker / global_lock.
+//     1 and 2 threads, and oversubscribed (4x the CPUs). Thread t is pinned
+//     to the (t mod N)-th of the N CPUs the process may run on (round-robin
+//     when oversubscribed), as urt pins one worker per CPU: unpinned, the
+//     OS sometimes ran both threads of the 2-thread case in turn on one
+//     core, where the lock is never contended (ratio 0.179 in one run,
+//     0.023 in the next). Median of interleaved runs; ratio per_worker /
+//     global_lock.
 // (b) Blackout and starvation on one worker: a 1 kHz periodic FIFO task at
 //     90 measures its wake-up latency (start - release) next to a FIFO hog
 //     at 50 and a stream of normal tasks, all respawning themselves. Per
@@ -17,6 +22,8 @@
 //     periodic task's p99 and max, the max it adds over off, the normal
 //     class's share and its longest wait between two completions.
 #include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -60,8 +67,33 @@ struct shared_budget {
 
 enum class variant { clock_only, per_worker, global_lock };
 
+// The CPUs this process may run on (its affinity mask), in order.
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    }
+  }
+  return cpus;
+}
+
+// Pins the calling thread to `cpu`; false when the OS refuses.
+bool pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
+std::atomic<bool> pin_failed{false};
+
 // ns per switch with `threads` threads each doing `iterations`.
-double run_accounting(variant v, unsigned threads, std::uint64_t iterations) {
+// Thread t runs on cpus[t % cpus.size()].
+double run_accounting(variant v, unsigned threads, std::uint64_t iterations,
+                      const std::vector<int>& cpus) {
   shared_budget shared;
   std::atomic<unsigned> ready{0};
   std::atomic<bool> go{false};
@@ -69,6 +101,7 @@ double run_accounting(variant v, unsigned threads, std::uint64_t iterations) {
   std::vector<double> ns(threads);
   for (unsigned t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
+      if (!pin_to(cpus[t % cpus.size()])) pin_failed.store(true);
       bandwidth own(urt::bandwidth_options{}, clock::now());
       ready.fetch_add(1);
       while (!go.load()) std::this_thread::yield();
@@ -107,19 +140,21 @@ double median(std::vector<double> v) {
 }
 
 void part_a(unsigned rounds, std::uint64_t iterations) {
-  const unsigned cpus = std::max(1U, std::thread::hardware_concurrency());
+  std::vector<int> allowed = allowed_cpus();
+  if (allowed.empty()) allowed.push_back(0);
+  const auto cpus = static_cast<unsigned>(allowed.size());
   std::printf("(a) budget accounting per FIFO task switch (clock read included), ns, median of %u "
-              "interleaved rounds, %u CPUs\n",
-              rounds, cpus);
+              "interleaved rounds, %u CPUs,\n    thread t pinned to the (t mod %u)-th of them\n",
+              rounds, cpus, cpus);
   std::printf("    %-24s %9s %11s %12s %10s %16s\n", "threads", "clock", "per_worker",
               "global_lock", "ratio", "ratio past clock");
   double ratio_at_2 = 0;
   for (const unsigned threads : {1U, 2U, 4 * cpus}) {
     std::vector<double> clk, per, glob;
     for (unsigned r = 0; r < rounds; ++r) {
-      clk.push_back(run_accounting(variant::clock_only, threads, iterations));
-      per.push_back(run_accounting(variant::per_worker, threads, iterations));
-      glob.push_back(run_accounting(variant::global_lock, threads, iterations));
+      clk.push_back(run_accounting(variant::clock_only, threads, iterations, allowed));
+      per.push_back(run_accounting(variant::per_worker, threads, iterations, allowed));
+      glob.push_back(run_accounting(variant::global_lock, threads, iterations, allowed));
     }
     const double c = median(clk);
     const double p = median(per);
@@ -134,6 +169,9 @@ void part_a(unsigned rounds, std::uint64_t iterations) {
   }
   std::printf("    (ratio past clock: the cost beyond the one clock read per switch that any\n"
               "     accounting needs, per_worker / global_lock)\n");
+  if (pin_failed.load()) {
+    std::printf("    warning: the OS refused to pin some threads; they ran unpinned\n");
+  }
   std::printf("    per_worker at most 1/10 of global_lock at 2 threads, past the clock read: %s "
               "(%.3f)\n\n",
               ratio_at_2 >= 0 && ratio_at_2 <= 0.1 ? "yes" : "no", ratio_at_2);
