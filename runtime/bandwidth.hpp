@@ -31,8 +31,9 @@
 // Overrun: tasks are not preempted, so one picked inside the budget may
 // run past it; the excess is counted (overrun_ns, overrun_events) and
 // carried into the next period as used FIFO time (as the kernel carries
-// rt_time), so the budget holds on average; within one period it holds to
-// within the longest FIFO stretch between two scheduling points.
+// rt_time), also when the task runs across the period's end, so the
+// budget holds on average; within one period it holds to within the
+// longest FIFO stretch between two scheduling points.
 //
 // Concurrency: owner only; the counters are relaxed owner-written
 // statistics that stats() reads from any thread.
@@ -124,6 +125,9 @@ class bandwidth {
  private:
   // Adds `d` to the total of class `c`.
   void charge(run_class c, clock::duration d) noexcept;
+  // Adds `d` of FIFO time to the current period's use; past the budget, by
+  // a task picked inside it, that is overrun.
+  void use_fifo(clock::duration d) noexcept;
   void end_hold(clock::time_point at) noexcept;
 
   throttle_mode mode_;

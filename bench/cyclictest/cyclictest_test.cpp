@@ -428,6 +428,94 @@ TEST_CASE("options: every bad flag or value is rejected, naming the flag and the
   }
 }
 
+TEST_CASE("options: --throttle and --bandwidth set each worker's FIFO budget") {
+  using namespace std::chrono_literals;
+  const urt::bandwidth_options def = urt::runtime_options{}.bandwidth;
+  urt::runtime_options ro = parse({}).opts.runtime_options();
+  CHECK(ro.bandwidth.mode == def.mode);  // the runtime's default
+  CHECK(ro.bandwidth.runtime == def.runtime);
+  CHECK(ro.bandwidth.period == def.period);
+  for (const auto& [text, mode] : {std::pair{"off", urt::throttle_mode::off},
+                                   std::pair{"deferred", urt::throttle_mode::deferred},
+                                   std::pair{"strict", urt::throttle_mode::strict}}) {
+    CAPTURE(text);
+    const parse_result r = parse({std::string("--throttle=") + text});
+    REQUIRE(r.ok());
+    CHECK(r.opts.runtime_options().bandwidth.mode == mode);
+    CHECK(r.opts.runtime_options().bandwidth.runtime == def.runtime);  // only the mode changes
+  }
+  parse_result r = parse({"--throttle", "strict", "--bandwidth", "9500/10000"});
+  REQUIRE(r.ok());
+  ro = r.opts.runtime_options();
+  CHECK(ro.bandwidth.mode == urt::throttle_mode::strict);
+  CHECK(ro.bandwidth.runtime == 9500us);
+  CHECK(ro.bandwidth.period == 10ms);
+  r = parse({"--bandwidth=0/1"});  // a deferred budget of nothing: normal work always first
+  REQUIRE(r.ok());
+  CHECK(r.opts.runtime_options().bandwidth.mode == def.mode);
+  CHECK(r.opts.runtime_options().bandwidth.runtime == 0us);
+  CHECK(r.opts.runtime_options().bandwidth.period == 1us);
+  r = parse({"--bandwidth=3600000000/3600000000", "--throttle=off"});  // the longest period
+  REQUIRE(r.ok());
+  CHECK(r.opts.runtime_options().bandwidth.period == urt::bandwidth_options::max_period);
+  CHECK(r.opts.runtime_options().bandwidth.mode == urt::throttle_mode::off);
+  CHECK(parse({"--bandwidth=5000/5000"}).ok());  // runtime == period: FIFO is never held
+  // A runtime the parser accepts is one the runtime accepts.
+  CHECK_NOTHROW(
+      parse({"--throttle=strict", "--bandwidth=1/3600000000"}).opts.runtime_options().validate());
+}
+
+TEST_CASE("options: a bad --throttle or --bandwidth is rejected, naming the flag and the value") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--throttle=sometimes"}, "--throttle: 'sometimes' is not off, deferred or strict"},
+      {{"--throttle="}, "--throttle: '' is not off, deferred or strict"},
+      {{"--throttle"}, "--throttle: missing value"},
+      {{"--bandwidth"}, "--bandwidth: missing value"},
+      {{"--bandwidth=12000/10000"}, "--bandwidth: '12000/10000' has a runtime above its period"},
+      {{"--bandwidth=9500/0"}, "--bandwidth: '9500/0' has a zero period"},
+      {{"--bandwidth=0/0"}, "--bandwidth: '0/0' has a zero period"},
+      {{"--bandwidth=-1/10000"}, "--bandwidth: '-1/10000' has a negative runtime"},
+      {{"--bandwidth=9500/-10000"}, "--bandwidth: '9500/-10000' has a negative period"},
+      {{"--bandwidth=9500"},
+       "--bandwidth: '9500' is not RUNTIME/PERIOD in whole microseconds (e.g. 9500/10000)"},
+      {{"--bandwidth=9500/"},
+       "--bandwidth: '9500/' is not RUNTIME/PERIOD in whole microseconds (e.g. 9500/10000)"},
+      {{"--bandwidth=/10000"},
+       "--bandwidth: '/10000' is not RUNTIME/PERIOD in whole microseconds (e.g. 9500/10000)"},
+      {{"--bandwidth=9.5/10"},
+       "--bandwidth: '9.5/10' is not RUNTIME/PERIOD in whole microseconds (e.g. 9500/10000)"},
+      {{"--bandwidth=9500us/10ms"},
+       "--bandwidth: '9500us/10ms' is not RUNTIME/PERIOD in whole microseconds (e.g. "
+       "9500/10000)"},
+      {{"--bandwidth=1/2/3"},
+       "--bandwidth: '1/2/3' is not RUNTIME/PERIOD in whole microseconds (e.g. 9500/10000)"},
+      {{"--bandwidth=1/3600000001"},
+       "--bandwidth: '1/3600000001' has a period above the maximum of 3600000000 us"},
+      {{"--bandwidth=1/99999999999999999999999"},
+       "--bandwidth: '1/99999999999999999999999' has a period above the maximum of 3600000000 "
+       "us"},
+      {{"--bandwidth=99999999999999999999999/10000"},
+       "--bandwidth: '99999999999999999999999/10000' has a runtime above its period"},
+      // Order does not matter: the pair is checked once both are known.
+      {{"--bandwidth=0/10000", "--throttle=strict"},
+       "--bandwidth: '0/10000' has a runtime of 0, which under --throttle strict would never "
+       "run a FIFO task"},
+      {{"--throttle=strict", "--bandwidth=0/10000"},
+       "--bandwidth: '0/10000' has a runtime of 0, which under --throttle strict would never "
+       "run a FIFO task"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    CAPTURE(joined);
+    CHECK(parse(args).error == message);
+  }
+  const parse_result r = parse({"--throttle=strict", "--bandwidth=5000/10000"});
+  REQUIRE(r.ok());
+  CHECK(flag_error(r.opts, "runtime_options.bandwidth.runtime: bad") ==
+        "--throttle/--bandwidth: 'strict 5000/10000': runtime_options.bandwidth.runtime: bad");
+}
+
 TEST_CASE("options: runtime errors are rewritten to name the flag") {
   const parse_result r = parse({"-a", "0-99999"});
   REQUIRE(r.ok());
@@ -689,6 +777,75 @@ TEST_CASE("binary: a short real run records exactly -l cycles per thread") {
   CHECK(text.find("C:    100") != std::string::npos);
   CHECK(text.find("# timer: adaptive, advance ") != std::string::npos);  // what spinning cost
   CHECK(text.find("T: 1 p50:") != std::string::npos);
+}
+
+TEST_CASE("binary: --throttle and --bandwidth reach the runtime, and the JSON has the budget") {
+  // One worker, kept busy by a FIFO load (priority 10) below the measured
+  // series (priority 20): FIFO work only, no normal work.
+  const std::string common =
+      "'--topology=synthetic:core:1 pu:1' -t 1 -i 1000 -q --policy=other -p 20 --load=1:10 ";
+  const auto budget_of = [&](const std::string& args, const std::string& out_path) {
+    temp_file json_out("json");
+    REQUIRE(run_binary(common + args + " --json=" + json_out.path, out_path) == 0);
+    const json j = parse_json(slurp(json_out.path));
+    CHECK(j["urt"]["load"]["runs"].num() > 0);
+    return j;
+  };
+  temp_file out("out");
+  SUBCASE("strict holds the busy worker's FIFO work back every period") {
+    const json j = budget_of("-l 100 --throttle strict --bandwidth 5000/10000", out.path);
+    CHECK(j["thread"]["0"]["cycles"].num() == 100);  // the series ran on, between the holds
+    const json& b = j["urt"]["bandwidth"];
+    CHECK(b["mode"].str() == "strict");
+    CHECK(b["runtime_us"].num() == 5000);
+    CHECK(b["period_us"].num() == 10000);
+    CHECK(b["fifo_ns"].num() > 0);
+    CHECK(b["normal_ns"].num() == 0);  // there is no normal work
+    CHECK(b["idle_ns"].num() > 0);     // held with nothing else to run: the worker idles
+    CHECK(b["throttle_events"].num() > 0);
+    CHECK(b["throttled_ns"].num() > 0);
+    CHECK(b["server_slices"].num() == 0);
+    CHECK(b.has("overrun_ns"));
+    CHECK(b.has("overrun_events"));
+    const std::string text = slurp(out.path);
+    CAPTURE(text);
+    CHECK(text.find("# bandwidth: strict 5000/10000 us: FIFO ") != std::string::npos);
+  }
+  SUBCASE("deferred never holds FIFO work back when no normal work waits") {
+    const json j = budget_of("-l 50 --throttle=deferred --bandwidth=5000/10000", out.path);
+    const json& b = j["urt"]["bandwidth"];
+    CHECK(b["mode"].str() == "deferred");
+    CHECK(b["fifo_ns"].num() > 0);
+    CHECK(b["throttle_events"].num() == 0);
+    CHECK(b["throttled_ns"].num() == 0);
+  }
+  SUBCASE("off accounts nothing") {
+    const json j = budget_of("-l 20 --throttle=off", out.path);
+    const json& b = j["urt"]["bandwidth"];
+    CHECK(b["mode"].str() == "off");
+    CHECK(b["runtime_us"].num() == 9500);  // the runtime's default, unused
+    CHECK(b["period_us"].num() == 10000);
+    for (const char* key : {"fifo_ns", "normal_ns", "idle_ns", "throttle_events", "throttled_ns",
+                            "server_slices", "overrun_ns", "overrun_events"}) {
+      CAPTURE(key);
+      CHECK(b[key].num() == 0);
+    }
+    CHECK(slurp(out.path).find("# bandwidth: off\n") != std::string::npos);
+  }
+}
+
+TEST_CASE("binary: a bad --throttle or --bandwidth exits 2 naming the flag and the value") {
+  temp_file err("err");
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--bandwidth=12000/10000", "--bandwidth: '12000/10000' has a runtime above its period"},
+           {"--bandwidth 9500/0", "--bandwidth: '9500/0' has a zero period"},
+           {"--throttle=sometimes", "--throttle: 'sometimes' is not off, deferred or strict"},
+           {"--throttle strict --bandwidth 0/10000",
+            "--bandwidth: '0/10000' has a runtime of 0, which under --throttle strict"}}) {
+    CAPTURE(args);
+    CHECK(run_binary(args + " -l 1 -q --policy=other", "/dev/null", err.path) == 2);
+    CHECK(slurp(err.path).find("urt-cyclictest: " + message) != std::string::npos);
+  }
 }
 
 TEST_CASE("binary: histogram on stdout and to --histfile, on a synthetic topology, -t per worker") {

@@ -156,6 +156,54 @@ bool write_and_close(output_file f, const std::string& text) {
   return std::fclose(f.release()) == 0 && written;
 }
 
+std::int64_t whole_us(std::chrono::nanoseconds d) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+}
+
+/// The FIFO budget's settings (--throttle, --bandwidth) and its counters
+/// summed over the workers (all 0 under --throttle=off).
+std::string bandwidth_json(const urt::bandwidth_options& bw, const urt::worker_stats& total) {
+  const auto field = [](const char* name, std::uint64_t v) {
+    return std::string(", \"") + name + "\": " + std::to_string(v);
+  };
+  std::string s = "{\"mode\": " + json_string(name_of(throttle_spellings, bw.mode));
+  s += ", \"runtime_us\": " + std::to_string(whole_us(bw.runtime));
+  s += ", \"period_us\": " + std::to_string(whole_us(bw.period));
+  s += field("fifo_ns", total.fifo_ns);
+  s += field("normal_ns", total.normal_ns);
+  s += field("idle_ns", total.idle_ns);
+  s += field("throttle_events", total.throttle_events);
+  s += field("throttled_ns", total.throttled_ns);
+  s += field("server_slices", total.server_slices);
+  s += field("overrun_ns", total.overrun_ns);
+  s += field("overrun_events", total.overrun_events);
+  return s + "}";
+}
+
+/// The summary's line for the budget: its settings, the share of each
+/// class in the time the workers accounted, and how often FIFO was held.
+std::string bandwidth_line(const urt::bandwidth_options& bw, const urt::worker_stats& t) {
+  std::string s = "# bandwidth: " + std::string(name_of(throttle_spellings, bw.mode));
+  if (bw.mode == urt::throttle_mode::off) return s;
+  s += " " + std::to_string(whole_us(bw.runtime)) + "/" + std::to_string(whole_us(bw.period)) +
+       " us";
+  const double all = static_cast<double>(t.fifo_ns + t.normal_ns + t.idle_ns);
+  const auto pct = [&](std::uint64_t v) {
+    return all > 0 ? 100.0 * static_cast<double>(v) / all : 0.0;
+  };
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                ": FIFO %.1f%%, normal %.1f%%, idle %.1f%%; held %llu times (%.1f ms), %llu "
+                "server slices, overrun %.1f us in %llu tasks",
+                pct(t.fifo_ns), pct(t.normal_ns), pct(t.idle_ns),
+                static_cast<unsigned long long>(t.throttle_events),
+                static_cast<double>(t.throttled_ns) / 1e6,
+                static_cast<unsigned long long>(t.server_slices),
+                static_cast<double>(t.overrun_ns) / 1e3,
+                static_cast<unsigned long long>(t.overrun_events));
+  return s + buf;
+}
+
 std::string urt_json(const options& o, const urt::runtime_options& ro, const urt::runtime& rt,
                      const std::vector<int>& measuring_workers,
                      bool fell_back, std::uint64_t buckets, std::uint64_t load_runs) {
@@ -202,7 +250,8 @@ std::string urt_json(const options& o, const urt::runtime_options& ro, const urt
   s += "    \"percentile_buckets_us\": " + std::to_string(buckets) + ",\n";
   s += "    \"load\": {\"tasks_per_worker\": " + std::to_string(o.load_tasks) +
        ", \"priority\": " + std::to_string(o.load_priority) +
-       ", \"runs\": " + std::to_string(load_runs) + "}\n";
+       ", \"runs\": " + std::to_string(load_runs) + "},\n";
+  s += "    \"bandwidth\": " + bandwidth_json(ro.bandwidth, total) + "\n";
   s += "  }";
   return s;
 }
@@ -392,6 +441,7 @@ int run(options o) {
                               : static_cast<double>(total.timer_spin_ns) / 1e3 /
                                     static_cast<double>(releases));
   }
+  std::printf("%s\n", bandwidth_line(ro.bandwidth, rt->stats().total()).c_str());
   if (o.load_tasks > 0) {
     std::printf("# load: %u task(s) per worker at priority %d ran %llu times\n", o.load_tasks,
                 o.load_priority,

@@ -29,6 +29,8 @@ enum long_only : int {
   opt_migration,
   opt_ipi_timeout,
   opt_overrun,
+  opt_throttle,
+  opt_bandwidth,
   opt_help,
 };
 
@@ -55,6 +57,8 @@ const option long_options[] = {
     {"migration", required_argument, nullptr, opt_migration},
     {"ipi-timeout", required_argument, nullptr, opt_ipi_timeout},
     {"overrun", required_argument, nullptr, opt_overrun},
+    {"throttle", required_argument, nullptr, opt_throttle},
+    {"bandwidth", required_argument, nullptr, opt_bandwidth},
     {"fifo-priority", required_argument, nullptr, opt_fifo_priority},
     {"load", required_argument, nullptr, opt_load},
     {"help", no_argument, nullptr, opt_help},
@@ -115,6 +119,10 @@ std::string flag_name(int c) {
       return "--ipi-timeout";
     case opt_overrun:
       return "--overrun";
+    case opt_throttle:
+      return "--throttle";
+    case opt_bandwidth:
+      return "--bandwidth";
     case opt_help:
       return "--help";
     default:
@@ -170,6 +178,55 @@ bool number(int c, std::string_view text, T lo, T hi, T& out, std::string& error
 }
 
 constexpr std::uint64_t max_us = max_interval_us;
+
+// --bandwidth RUNTIME/PERIOD: whole microseconds, as -i and --ipi-timeout
+// (cyclictest's unit). 0 <= RUNTIME <= PERIOD, 0 < PERIOD <= the runtime's
+// max_period. On failure sets `error` to a message naming the flag, the
+// value and what is wrong with it.
+bool budget(int c, std::string_view text, urt::bandwidth_options& out, std::string& error) {
+  const std::size_t slash = text.find('/');
+  const std::string_view runtime = text.substr(0, slash);
+  const std::string_view period =
+      slash == std::string_view::npos ? std::string_view() : text.substr(slash + 1);
+  if (runtime.starts_with('-')) {
+    error = bad(c, text, "has a negative runtime");
+    return false;
+  }
+  if (period.starts_with('-')) {
+    error = bad(c, text, "has a negative period");
+    return false;
+  }
+  if (slash == std::string_view::npos || !all_digits(runtime) || !all_digits(period)) {
+    error = bad(c, text, "is not RUNTIME/PERIOD in whole microseconds (e.g. 9500/10000)");
+    return false;
+  }
+  // Digits only: from_chars fails only by overflow, which is out of range anyway.
+  const auto whole = [](std::string_view s) {
+    constexpr std::uint64_t too_big = std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc{} && end == s.data() + s.size() ? v : too_big;
+  };
+  const std::uint64_t r = whole(runtime);
+  const std::uint64_t p = whole(period);
+  if (p == 0) {
+    error = bad(c, text, "has a zero period");
+    return false;
+  }
+  if (p > max_bandwidth_period_us) {
+    error = bad(c, text,
+                "has a period above the maximum of " + std::to_string(max_bandwidth_period_us) +
+                    " us");
+    return false;
+  }
+  if (r > p) {
+    error = bad(c, text, "has a runtime above its period");
+    return false;
+  }
+  out.runtime = std::chrono::microseconds{r};
+  out.period = std::chrono::microseconds{p};
+  return true;
+}
 
 }  // namespace
 
@@ -331,6 +388,12 @@ parse_result parse_options(int argc, char** argv) {
       case opt_overrun:
         choose(c, arg, overrun_spellings, o.overrun, err);
         break;
+      case opt_throttle:
+        choose(c, arg, throttle_spellings, o.bandwidth.mode, err);
+        break;
+      case opt_bandwidth:
+        if (budget(c, arg, o.bandwidth, err)) o.bandwidth_text = arg;
+        break;
       case opt_ipi_timeout: {
         int v = 0;
         if (number(c, arg, 1, 1000000, v, err)) o.ipi_timeout_us = v;
@@ -379,6 +442,13 @@ parse_result parse_options(int argc, char** argv) {
       return r;
     }
   }
+  // Both flags seen: a strict budget of nothing would never run a FIFO task
+  // (the runtime refuses it too; this names the flags).
+  if (o.bandwidth.mode == urt::throttle_mode::strict && o.bandwidth.runtime.count() == 0) {
+    err = bad(opt_bandwidth, o.bandwidth_text,
+              "has a runtime of 0, which under --throttle strict would never run a FIFO task");
+    return r;
+  }
   // -t without a number: main checks once the worker count is known.
   if (o.threads > 0) err = check_intervals(o, static_cast<unsigned>(o.threads));
   return r;
@@ -421,6 +491,7 @@ urt::runtime_options options::runtime_options() const {
   r.cpupri = cpupri;
   r.migration = migration;
   if (ipi_timeout_us) r.ipi_timeout = std::chrono::microseconds{*ipi_timeout_us};
+  r.bandwidth = bandwidth;
   r.policy = effective_policy();
   r.fifo_priority = effective_fifo_priority();
   r.lock_memory = mlockall ? urt::memory_lock::all : urt::memory_lock::none;
@@ -448,6 +519,13 @@ std::string flag_error(const options& o, std::string_view what) {
                                       "' (implies SCHED_FIFO workers)");
   } else if (starts("lock_memory")) {
     flag = "-m/--mlockall";
+  } else if (starts("bandwidth")) {
+    const auto us = [](std::chrono::nanoseconds d) {
+      return std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+    };
+    flag = "--throttle/--bandwidth: '" +
+           std::string(name_of(throttle_spellings, o.bandwidth.mode)) + " " +
+           us(o.bandwidth.runtime) + "/" + us(o.bandwidth.period) + "'";
   } else {
     return std::string(what);
   }
@@ -507,6 +585,16 @@ std::string usage(std::string_view program) {
          "         --overrun=skip|catch_up  releases already past after a stall: skip\n"
          "                          them as cyclictest does (default), or run each,\n"
          "                          back to back, measured against its own release time\n"
+         "         --throttle=off|deferred|strict  what a worker does once its FIFO\n"
+         "                          tasks (priority 1..99) spent RUNTIME of the PERIOD:\n"
+         "                          nothing (off), hold them back while normal tasks\n"
+         "                          (priority 0) wait (deferred, the default), or hold\n"
+         "                          them back until the period ends (strict)\n"
+         "         --bandwidth=RUNTIME/PERIOD  each worker's FIFO budget in us, e.g.\n"
+         "                          9500/10000 (default: the runtime's, 9500/10000);\n"
+         "                          0 < PERIOD <= 3600000000, RUNTIME <= PERIOD; its\n"
+         "                          counters: the summary's '# bandwidth:' line and\n"
+         "                          urt.bandwidth in the JSON\n"
          "         --load=N:PRIO    N background tasks per worker at task priority PRIO,\n"
          "                          each busy-spinning ~100 us and respawning itself\n"
          "         --help           print this text and exit\n"

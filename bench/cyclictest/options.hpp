@@ -3,6 +3,7 @@
 // naming the flag and the value.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -26,6 +27,11 @@ inline constexpr int max_threads = static_cast<int>(urt::max_workers);
 /// in nanoseconds and the release times computed from it stay far inside
 /// the clock's range.
 inline constexpr std::uint64_t max_interval_us = std::uint64_t{1} << 40;
+/// Largest --bandwidth period in us: the runtime's bandwidth_options::max_period.
+inline constexpr std::uint64_t max_bandwidth_period_us =
+    static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   urt::bandwidth_options::max_period)
+                                   .count());
 
 /// How an enum value is spelled on the command line and in the JSON: one
 /// table per enum flag serves both the parser and the printers.
@@ -50,6 +56,10 @@ inline constexpr spelling<urt::spin_policy> spin_policy_spellings[] = {
 inline constexpr spelling<urt::timer_wake_mode> timer_wake_spellings[] = {
     {"at_release", urt::timer_wake_mode::at_release},
     {"adaptive", urt::timer_wake_mode::adaptive}};
+inline constexpr spelling<urt::throttle_mode> throttle_spellings[] = {
+    {"off", urt::throttle_mode::off},
+    {"deferred", urt::throttle_mode::deferred},
+    {"strict", urt::throttle_mode::strict}};
 inline constexpr spelling<urt::overrun_policy> overrun_spellings[] = {
     {"skip", urt::overrun_policy::skip}, {"catch_up", urt::overrun_policy::catch_up}};
 
@@ -90,6 +100,10 @@ struct options {
   urt::cpupri_layout cpupri = urt::runtime_options{}.cpupri;  ///< --cpupri
   urt::migration_mode migration = urt::runtime_options{}.migration;  ///< --migration
   std::optional<int> ipi_timeout_us;  ///< --ipi-timeout (unset: the runtime's default)
+  /// --throttle (mode) and --bandwidth (runtime/period): each worker's FIFO
+  /// budget; the runtime's default where not given.
+  urt::bandwidth_options bandwidth = urt::runtime_options{}.bandwidth;
+  std::string bandwidth_text;  ///< --bandwidth as given (empty: not given)
   /// --overrun: what the series does with releases missed in a stall;
   /// cyclictest skips them (one sample per stall), so skip by default.
   urt::overrun_policy overrun = urt::overrun_policy::skip;
