@@ -848,6 +848,40 @@ TEST_CASE("binary: a bad --throttle or --bandwidth exits 2 naming the flag and t
   }
 }
 
+TEST_CASE("binary: --cid puts the series in a group that takes an ID every release") {
+  // 4 synthetic workers, 4 series (one per worker): each release counts in
+  // a per_cid; the counts add up to every release, and no ID reaches 4.
+  for (const char* mode : {"batched_scan", "ownership"}) {
+    CAPTURE(mode);
+    temp_file out("out");
+    temp_file json_out("json");
+    REQUIRE(run_binary(std::string("'--topology=synthetic:core:4 pu:1' -t 4 -i 500 -l 200 -q "
+                                   "--policy=other --cid=") +
+                           mode + " --json=" + json_out.path,
+                       out.path) == 0);
+    const json j = parse_json(slurp(json_out.path));
+    const json& c = j["urt"]["cid"];
+    CHECK(c["mode"].str() == mode);
+    CHECK(c["releases_counted"].num() == 4 * 200);
+    CHECK(c["allocated"].num() >= 1);
+    CHECK(c["ids_used"].num() >= 1);
+    CHECK(c["ids_used"].num() <= 4);
+    CHECK(c["highest"].num() < 4);
+    CHECK(c.has("step_ns_histogram"));
+    if (std::string(mode) == "ownership") CHECK(c["steps"].num() == 0);
+    CHECK(slurp(out.path).find(std::string("# cid: ") + mode + ": ") != std::string::npos);
+  }
+  // Without --cid: no group, and the JSON says so.
+  temp_file json_out("json");
+  REQUIRE(run_binary("-t 1 -i 1000 -l 5 -q --policy=other --json=" + json_out.path, "/dev/null") ==
+          0);
+  CHECK(slurp(json_out.path).find("\"cid\": null") != std::string::npos);
+  temp_file err("err");
+  CHECK(run_binary("--cid=sometimes -l 1 -q --policy=other", "/dev/null", err.path) == 2);
+  CHECK(slurp(err.path).find("urt-cyclictest: --cid: 'sometimes' is not batched_scan or ownership") !=
+        std::string::npos);
+}
+
 TEST_CASE("binary: histogram on stdout and to --histfile, on a synthetic topology, -t per worker") {
   temp_file hist("hist");
   temp_file json_out("json");

@@ -204,9 +204,54 @@ std::string bandwidth_line(const urt::bandwidth_options& bw, const urt::worker_s
   return s + buf;
 }
 
+/// Releases counted in a per_cid, summed over its IDs.
+std::uint64_t counted(const urt::per_cid<std::uint64_t>& counts) {
+  std::uint64_t n = 0;
+  counts.for_each([&](unsigned, const std::uint64_t& v) { n += v; });
+  return n;
+}
+
+/// --cid: the measuring group's concurrency-ID counters; "null" without --cid.
+std::string cid_json(const std::optional<urt::concurrency_id_mode>& mode,
+                     const urt::group_stats* g, const urt::per_cid<std::uint64_t>* counts) {
+  if (!mode || g == nullptr || counts == nullptr) return "null";
+  std::string s = "{\"mode\": " + json_string(name_of(cid_spellings, *mode));
+  s += ", \"allocated\": " + std::to_string(g->cids_allocated);
+  s += ", \"reclaimed\": " + std::to_string(g->cids_reclaimed);
+  s += ", \"released\": " + std::to_string(g->cids_released);
+  s += ", \"in_use\": " + std::to_string(g->cids_in_use);
+  s += ", \"highest\": " + std::to_string(g->highest_cid);
+  s += ", \"ids_used\": " + std::to_string(counts->size());
+  s += ", \"releases_counted\": " + std::to_string(counted(*counts));
+  s += ", \"steps\": " + std::to_string(g->cid_steps);
+  s += ", \"step_ns_histogram\": [";
+  for (unsigned b = 0; b < urt::cid_step_buckets; ++b) {
+    s += (b == 0 ? "" : ", ") + std::to_string(g->cid_step_ns[b]);
+  }
+  return s + "]}";
+}
+
+/// The summary's line for --cid.
+std::string cid_line(urt::concurrency_id_mode mode, const urt::group_stats& g,
+                     const urt::per_cid<std::uint64_t>& counts) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "# cid: %s: %zu IDs used, highest now %d, %llu allocated, %llu reclaimed, %llu "
+                "given back; %llu compaction steps; %llu releases counted",
+                std::string(name_of(cid_spellings, mode)).c_str(), counts.size(), g.highest_cid,
+                static_cast<unsigned long long>(g.cids_allocated),
+                static_cast<unsigned long long>(g.cids_reclaimed),
+                static_cast<unsigned long long>(g.cids_released),
+                static_cast<unsigned long long>(g.cid_steps),
+                static_cast<unsigned long long>(counted(counts)));
+  return buf;
+}
+
 std::string urt_json(const options& o, const urt::runtime_options& ro, const urt::runtime& rt,
                      const std::vector<int>& measuring_workers,
-                     bool fell_back, std::uint64_t buckets, std::uint64_t load_runs) {
+                     bool fell_back, std::uint64_t buckets, std::uint64_t load_runs,
+                     const urt::group_stats* cid_group,
+                     const urt::per_cid<std::uint64_t>* cid_counts) {
   const auto b = [](bool v) { return v ? "true" : "false"; };
   std::string s = "{\n";
   s += "    \"version\": " + json_string(URT_CYCLICTEST_VERSION) + ",\n";
@@ -251,7 +296,8 @@ std::string urt_json(const options& o, const urt::runtime_options& ro, const urt
   s += "    \"load\": {\"tasks_per_worker\": " + std::to_string(o.load_tasks) +
        ", \"priority\": " + std::to_string(o.load_priority) +
        ", \"runs\": " + std::to_string(load_runs) + "},\n";
-  s += "    \"bandwidth\": " + bandwidth_json(ro.bandwidth, total) + "\n";
+  s += "    \"bandwidth\": " + bandwidth_json(ro.bandwidth, total) + ",\n";
+  s += "    \"cid\": " + cid_json(o.cid, cid_group, cid_counts) + "\n";
   s += "  }";
   return s;
 }
@@ -286,6 +332,7 @@ int run(options o) {
   // Declared before the runtime: its tasks point into these, so they must
   // outlive it also when an exception unwinds past the runtime's drain.
   load_context load;
+  std::unique_ptr<urt::per_cid<std::uint64_t>> cid_counts;  // --cid: releases per ID
   std::vector<std::unique_ptr<measured>> threads;
   std::vector<urt::periodic_task> handles;
 
@@ -331,6 +378,12 @@ int run(options o) {
   }
   handles.resize(nthreads);
 
+  urt::group measuring_group{};
+  if (o.cid) {
+    measuring_group = rt->make_group({.name = "urt-cyclictest"});
+    cid_counts = std::make_unique<urt::per_cid<std::uint64_t>>(*rt, measuring_group);
+  }
+
   load.rt = rt.get();
   if (o.load_tasks > 0) {
     for (unsigned w = 0; w < workers; ++w) {
@@ -358,13 +411,16 @@ int run(options o) {
     // when it is made, not at each release: series spawned back to back
     // from this thread would all land on the worker of this thread's CPU.
     const urt::task_spec spec{.priority = o.priority,
-                              .affinity = urt::worker_set{static_cast<unsigned>(i % workers)}};
+                              .affinity = urt::worker_set{static_cast<unsigned>(i % workers)},
+                              .group = measuring_group};
     measured* m = threads[i].get();
+    urt::per_cid<std::uint64_t>* counts = cid_counts.get();
     handles[i] = rt->every(
         period, spec,
-        [m] {
+        [m, counts] {
           const urt::clock::time_point now = urt::clock::now();
           m->release(now, urt::this_task::release_time());
+          if (counts != nullptr) ++counts->local();  // after the sample: its cost shows next time
         },
         t0 + period, o.overrun);
     m->handle.store(&handles[i], std::memory_order_release);
@@ -442,6 +498,9 @@ int run(options o) {
                                     static_cast<double>(releases));
   }
   std::printf("%s\n", bandwidth_line(ro.bandwidth, rt->stats().total()).c_str());
+  if (o.cid) {
+    std::printf("%s\n", cid_line(*o.cid, rt->stats(measuring_group), *cid_counts).c_str());
+  }
   if (o.load_tasks > 0) {
     std::printf("# load: %u task(s) per worker at priority %d ran %llu times\n", o.load_tasks,
                 o.load_priority,
@@ -462,6 +521,7 @@ int run(options o) {
   if (!o.json.empty()) {
     std::vector<int> measuring_workers;
     for (const auto& m : threads) measuring_workers.push_back(m->worker.load(std::memory_order_relaxed));
+    const urt::group_stats cid_stats = o.cid ? rt->stats(measuring_group) : urt::group_stats{};
     json_header h;
     h.cmdline = o.cmdline;
     h.version = URT_CYCLICTEST_VERSION;
@@ -470,7 +530,8 @@ int run(options o) {
     h.return_code = rc;
     h.urt_object =
         urt_json(o, ro, *rt, measuring_workers, fell_back, buckets,
-                 load.runs.load(std::memory_order_relaxed));
+                 load.runs.load(std::memory_order_relaxed),
+                 o.cid ? &cid_stats : nullptr, cid_counts.get());
     const std::string json = format_json(h, reports);
     if (o.json == "-") {
       std::fputs(json.c_str(), stdout);

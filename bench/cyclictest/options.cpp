@@ -31,6 +31,7 @@ enum long_only : int {
   opt_overrun,
   opt_throttle,
   opt_bandwidth,
+  opt_cid,
   opt_help,
 };
 
@@ -59,6 +60,7 @@ const option long_options[] = {
     {"overrun", required_argument, nullptr, opt_overrun},
     {"throttle", required_argument, nullptr, opt_throttle},
     {"bandwidth", required_argument, nullptr, opt_bandwidth},
+    {"cid", required_argument, nullptr, opt_cid},
     {"fifo-priority", required_argument, nullptr, opt_fifo_priority},
     {"load", required_argument, nullptr, opt_load},
     {"help", no_argument, nullptr, opt_help},
@@ -123,6 +125,8 @@ std::string flag_name(int c) {
       return "--throttle";
     case opt_bandwidth:
       return "--bandwidth";
+    case opt_cid:
+      return "--cid";
     case opt_help:
       return "--help";
     default:
@@ -394,6 +398,11 @@ parse_result parse_options(int argc, char** argv) {
       case opt_bandwidth:
         if (budget(c, arg, o.bandwidth, err)) o.bandwidth_text = arg;
         break;
+      case opt_cid: {
+        urt::concurrency_id_mode mode{};
+        if (choose(c, arg, cid_spellings, mode, err)) o.cid = mode;
+        break;
+      }
       case opt_ipi_timeout: {
         int v = 0;
         if (number(c, arg, 1, 1000000, v, err)) o.ipi_timeout_us = v;
@@ -492,6 +501,7 @@ urt::runtime_options options::runtime_options() const {
   r.migration = migration;
   if (ipi_timeout_us) r.ipi_timeout = std::chrono::microseconds{*ipi_timeout_us};
   r.bandwidth = bandwidth;
+  if (cid) r.cid_mode = *cid;
   r.policy = effective_policy();
   r.fifo_priority = effective_fifo_priority();
   r.lock_memory = mlockall ? urt::memory_lock::all : urt::memory_lock::none;
@@ -595,6 +605,12 @@ std::string usage(std::string_view program) {
          "                          0 < PERIOD <= 3600000000, RUNTIME <= PERIOD; its\n"
          "                          counters: the summary's '# bandwidth:' line and\n"
          "                          urt.bandwidth in the JSON\n"
+         "         --cid=batched_scan|ownership  run the measuring threads in a task\n"
+         "                          group of their own and take a concurrency ID at every\n"
+         "                          release (this_task::cid(), a per_cid counter), IDs\n"
+         "                          returned in this mode: the latency cost of concurrency\n"
+         "                          IDs and their compaction; its counters: the summary's\n"
+         "                          '# cid:' line and urt.cid in the JSON\n"
          "         --load=N:PRIO    N background tasks per worker at task priority PRIO,\n"
          "                          each busy-spinning ~100 us and respawning itself\n"
          "         --help           print this text and exit\n"

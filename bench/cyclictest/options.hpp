@@ -60,6 +60,9 @@ inline constexpr spelling<urt::throttle_mode> throttle_spellings[] = {
     {"off", urt::throttle_mode::off},
     {"deferred", urt::throttle_mode::deferred},
     {"strict", urt::throttle_mode::strict}};
+inline constexpr spelling<urt::concurrency_id_mode> cid_spellings[] = {
+    {"batched_scan", urt::concurrency_id_mode::batched_scan},
+    {"ownership", urt::concurrency_id_mode::ownership}};
 inline constexpr spelling<urt::overrun_policy> overrun_spellings[] = {
     {"skip", urt::overrun_policy::skip}, {"catch_up", urt::overrun_policy::catch_up}};
 
@@ -104,6 +107,10 @@ struct options {
   /// budget; the runtime's default where not given.
   urt::bandwidth_options bandwidth = urt::runtime_options{}.bandwidth;
   std::string bandwidth_text;  ///< --bandwidth as given (empty: not given)
+  /// --cid: the measuring series run in a group of their own and take a
+  /// concurrency ID (counting their releases in a urt::per_cid) at every
+  /// release, with IDs returned in this mode; unset: no group, no IDs.
+  std::optional<urt::concurrency_id_mode> cid;
   /// --overrun: what the series does with releases missed in a stall;
   /// cyclictest skips them (one sample per stall), so skip by default.
   urt::overrun_policy overrun = urt::overrun_policy::skip;
