@@ -202,7 +202,7 @@ runtime::~runtime() {
   stop(stop_mode::drain);
 }
 
-runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec) {
+runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec, const char* api) {
   if (!is_valid_priority(spec.priority)) {
     throw std::invalid_argument("task_spec.priority: " + std::to_string(spec.priority) +
                                 " is outside " + std::to_string(priority_normal) + ".." +
@@ -237,9 +237,9 @@ runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec) {
     if (state != run_state::running && self == nullptr) {
       w.uncount_remote_accept();
       impl_->note_change();
-      throw runtime_stopped(state == run_state::stopped
-                                ? "runtime::spawn: the runtime is stopped"
-                                : "runtime::spawn: the runtime is stopping");
+      throw runtime_stopped(std::string(api) + (state == run_state::stopped
+                                                    ? ": the runtime is stopped"
+                                                    : ": the runtime is stopping"));
     }
   }
   task_node* node = nullptr;

@@ -69,7 +69,7 @@ class runtime {
   template <class F>
     requires std::invocable<std::decay_t<F>&> && std::constructible_from<std::decay_t<F>, F&&>
   void spawn(const task_spec& spec, F&& fn) {
-    spawn_ticket ticket = begin_spawn(spec);
+    spawn_ticket ticket = begin_spawn(spec, "runtime::spawn");
     ticket.payload()->emplace(std::forward<F>(fn));
     commit_spawn(ticket);
   }
@@ -81,7 +81,7 @@ class runtime {
   template <class F>
     requires std::invocable<std::decay_t<F>&> && std::constructible_from<std::decay_t<F>, F&&>
   void spawn_at(clock::time_point deadline, const task_spec& spec, F&& fn) {
-    spawn_ticket ticket = begin_spawn(spec);
+    spawn_ticket ticket = begin_spawn(spec, "runtime::spawn_at");
     ticket.payload()->emplace(std::forward<F>(fn));
     commit_timed(ticket, deadline, std::chrono::nanoseconds{0}, nullptr);
   }
@@ -101,7 +101,7 @@ class runtime {
     check_period(period);
     check_overrun(overrun);
     auto state = std::make_unique<detail::periodic_state>(overrun);  // before the callable is taken
-    spawn_ticket ticket = begin_spawn(spec);
+    spawn_ticket ticket = begin_spawn(spec, "runtime::every");
     ticket.payload()->emplace_repeating(std::forward<F>(fn));
     commit_timed(ticket, start, period, state.get());
     return periodic_task(state.release());
@@ -162,7 +162,8 @@ class runtime {
     bool local_;  // placed on the spawning task's own worker
   };
 
-  spawn_ticket begin_spawn(const task_spec& spec);
+  // `api` names the caller in runtime_stopped's message.
+  spawn_ticket begin_spawn(const task_spec& spec, const char* api);
   void commit_spawn(spawn_ticket& ticket) noexcept;
   void commit_timed(spawn_ticket& ticket, clock::time_point release,
                     std::chrono::nanoseconds period, detail::periodic_state* state) noexcept;
