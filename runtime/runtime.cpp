@@ -294,6 +294,16 @@ void runtime::commit_timed(spawn_ticket& ticket, clock::time_point release,
   commit_spawn(ticket);
 }
 
+void runtime::check_deadline(clock::time_point deadline) {
+  // A release at max() never comes (the timer queue keeps it last and the
+  // parker sets no alarm for it), so stop(drain) would wait for it forever.
+  if (deadline == clock::time_point::max()) {
+    throw std::invalid_argument(
+        "runtime::spawn_at: deadline time_point::max() never comes (stop(drain) would wait for "
+        "it forever)");
+  }
+}
+
 void runtime::check_period(std::chrono::nanoseconds period) {
   if (period.count() <= 0) {
     throw std::invalid_argument("runtime::every: period " + ns_text(period) + " is not positive");

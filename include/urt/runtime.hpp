@@ -76,11 +76,14 @@ class runtime {
 
   /// Queues `fn` to be released at `deadline` (at once if it has passed) on
   /// a worker allowed by spec.affinity; this_task::release_time() returns
-  /// the deadline. Same errors and guarantees as spawn(). stop(drain) waits
-  /// for pending deadlines; stop(cancel) drops them and counts them.
+  /// the deadline. Same errors and guarantees as spawn(), and
+  /// std::invalid_argument for clock::time_point::max(), a deadline that
+  /// never comes. stop(drain) waits for pending deadlines; stop(cancel)
+  /// drops them and counts them.
   template <class F>
     requires std::invocable<std::decay_t<F>&> && std::constructible_from<std::decay_t<F>, F&&>
   void spawn_at(clock::time_point deadline, const task_spec& spec, F&& fn) {
+    check_deadline(deadline);
     spawn_ticket ticket = begin_spawn(spec, "runtime::spawn_at");
     ticket.payload()->emplace(std::forward<F>(fn));
     commit_timed(ticket, deadline, std::chrono::nanoseconds{0}, nullptr);
@@ -167,6 +170,7 @@ class runtime {
   void commit_spawn(spawn_ticket& ticket) noexcept;
   void commit_timed(spawn_ticket& ticket, clock::time_point release,
                     std::chrono::nanoseconds period, detail::periodic_state* state) noexcept;
+  static void check_deadline(clock::time_point deadline);
   static void check_period(std::chrono::nanoseconds period);
   static void check_overrun(overrun_policy overrun);
 
