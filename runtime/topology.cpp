@@ -164,6 +164,12 @@ std::string read_xml(const std::string& path) {
 
 // Creates the hwloc topology for `source` and loads it; every failure destroys it.
 topology_ptr load(const topology_source& source) {
+  // A kind cast from an integer would otherwise load this machine.
+  if (source.kind != topology_kind::system && source.kind != topology_kind::synthetic &&
+      source.kind != topology_kind::xml) {
+    throw std::invalid_argument("topology: value " + std::to_string(static_cast<int>(source.kind)) +
+                                " is not a topology_kind");
+  }
   // A synthetic description is sized and an XML file read before any hwloc call.
   std::string xml_text;  // hwloc reads it until hwloc_topology_load() returns
   if (source.kind == topology_kind::synthetic) check_synthetic(source.text);
