@@ -6,12 +6,14 @@
 #include <utility>
 #include <stdexcept>
 
+#include "messages.hpp"
+
 namespace urt {
 namespace {
 
 [[noreturn]] void bad_cpulist(std::string_view field, std::string_view text, std::string_view why) {
-  throw std::invalid_argument(std::string(field) + ": \"" + std::string(text) +
-                              "\" is not a cpulist (" + std::string(why) +
+  throw std::invalid_argument(std::string(field) + ": " + detail::quoted(text) +
+                              " is not a cpulist (" + std::string(why) +
                               "); expected e.g. \"0-3,8\"");
 }
 
@@ -26,7 +28,7 @@ unsigned parse_index(std::string_view& rest, std::string_view field, std::string
   if (ec != std::errc{} || ptr == first) {
     bad_cpulist(field, text,
                 rest.empty() ? std::string("missing index at the end")
-                             : "unexpected '" + std::string(1, rest.front()) + "'");
+                             : "unexpected " + detail::quoted(rest.substr(0, 1), '\''));
   }
   if (value > limit) {
     bad_cpulist(field, text, "index " + std::to_string(value) + " exceeds " + std::to_string(limit));
@@ -59,7 +61,9 @@ std::vector<unsigned> parse_cpulist(std::string_view text, std::string_view fiel
     }
     ranges.emplace_back(lo, hi);
     if (rest.empty()) break;
-    if (rest.front() != ',') bad_cpulist(field, text, "unexpected '" + std::string(1, rest.front()) + "'");
+    if (rest.front() != ',') {
+      bad_cpulist(field, text, "unexpected " + detail::quoted(rest.substr(0, 1), '\''));
+    }
     rest.remove_prefix(1);
   }
   std::sort(ranges.begin(), ranges.end());

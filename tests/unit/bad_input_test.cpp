@@ -246,6 +246,34 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
           build_with([&](auto& o) { o.topology = urt::topology_source::xml(empty.path); }),
           "runtime_options.topology.xml: cannot load " + q(empty.path) +
               ": not a valid hwloc XML topology"),
+      // Control bytes are quoted as \xNN: a message is one line, and a NUL
+      // cannot cut what() short (hwloc and open() would stop at it).
+      reject<std::invalid_argument>(
+          "runtime_options.topology synthetic, a NUL byte",
+          build_with([](auto& o) {
+            o.topology = urt::topology_source::synthetic(std::string("pack:2\0pu:9999", 14));
+          }),
+          "runtime_options.topology.synthetic: \"pack:2\\x00pu:9999\" has a NUL byte at offset 6"),
+      reject<std::invalid_argument>(
+          "runtime_options.topology synthetic, a newline",
+          build_with([](auto& o) { o.topology = urt::topology_source::synthetic("pack:2\nbogus"); }),
+          "runtime_options.topology.synthetic: cannot parse \"pack:2\\x0abogus\""),
+      reject<std::invalid_argument>(
+          "runtime_options.topology xml, a NUL byte",
+          build_with([](auto& o) {
+            o.topology = urt::topology_source::xml(std::string("/etc/passwd\0.xml", 16));
+          }),
+          "runtime_options.topology.xml: \"/etc/passwd\\x00.xml\" has a NUL byte at offset 11"),
+      reject<std::invalid_argument>(
+          "runtime_options.cpus, a NUL byte",
+          build_with([](auto& o) { o.cpus = std::string("0\0", 2); }),
+          "runtime_options.cpus: \"0\\x00\" is not a cpulist (unexpected '\\x00'); expected e.g. "
+          "\"0-3,8\""),
+      reject<std::invalid_argument>(
+          "runtime_options.cpus, a trailing newline",
+          build_with([](auto& o) { o.cpus = "0-1\n"; }),
+          "runtime_options.cpus: \"0-1\\x0a\" is not a cpulist (unexpected '\\x0a'); expected "
+          "e.g. \"0-3,8\""),
       reject<std::invalid_argument>(
           "runtime_options.cpus, a letter",
           build_with([](auto& o) { o.cpus = "0-3,x"; }),
