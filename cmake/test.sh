@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): installs the Debian packages if needed,
-# then runs the release and asan-ubsan workflow presets (configure, build,
-# ctest) from CMakePresets.json. Exits non-zero if any step of any preset
-# fails. Presets to run can be given as arguments (default: release asan-ubsan).
+# then runs the release, asan-ubsan and tsan workflow presets (configure,
+# build, ctest) from CMakePresets.json. Exits non-zero if any step of any
+# preset fails. Presets to run can be given as arguments (default: release
+# asan-ubsan tsan).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash cmake/install-deps.sh
 
 presets=("$@")
-[[ ${#presets[@]} -gt 0 ]] || presets=(release asan-ubsan)
+[[ ${#presets[@]} -gt 0 ]] || presets=(release asan-ubsan tsan)
 
 failed=()
+timings=()
 for preset in "${presets[@]}"; do
   printf '\n==================== urt: workflow preset %s ====================\n' "$preset"
   start=$SECONDS
   if cmake --workflow --preset "$preset"; then
     printf '==================== %s: passed (%ds) ====================\n' "$preset" $((SECONDS - start))
+    timings+=("$preset passed in $((SECONDS - start)) s")
   else
     printf '==================== %s: FAILED (%ds) ====================\n' "$preset" $((SECONDS - start))
     failed+=("$preset")
+    timings+=("$preset FAILED after $((SECONDS - start)) s")
   fi
 done
+
+printf 'urt: %s\n' "${timings[@]}"
 
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "urt: FAILED presets: ${failed[*]}" >&2

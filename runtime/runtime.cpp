@@ -209,7 +209,7 @@ runtime::~runtime() {
   stop(stop_mode::drain);
 }
 
-runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec) {
+runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec, const char* api) {
   if (!is_valid_priority(spec.priority)) {
     throw std::invalid_argument("task_spec.priority: " + std::to_string(spec.priority) +
                                 " is outside " + std::to_string(priority_normal) + ".." +
@@ -244,9 +244,9 @@ runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec) {
     if (state != run_state::running && self == nullptr) {
       w.uncount_remote_accept();
       impl_->note_change();
-      throw runtime_stopped(state == run_state::stopped
-                                ? "runtime::spawn: the runtime is stopped"
-                                : "runtime::spawn: the runtime is stopping");
+      throw runtime_stopped(std::string(api) + (state == run_state::stopped
+                                                    ? ": the runtime is stopped"
+                                                    : ": the runtime is stopping"));
     }
   }
   task_node* node = nullptr;
@@ -299,6 +299,16 @@ void runtime::commit_timed(spawn_ticket& ticket, clock::time_point release,
   node->period = period;
   node->periodic = state;
   commit_spawn(ticket);
+}
+
+void runtime::check_deadline(clock::time_point deadline) {
+  // A release at max() never comes (the timer queue keeps it last and the
+  // parker sets no alarm for it), so stop(drain) would wait for it forever.
+  if (deadline == clock::time_point::max()) {
+    throw std::invalid_argument(
+        "runtime::spawn_at: deadline time_point::max() never comes (stop(drain) would wait for "
+        "it forever)");
+  }
 }
 
 void runtime::check_period(std::chrono::nanoseconds period) {

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "messages.hpp"
 #include "urt/worker_set.hpp"
 
 namespace urt {
@@ -38,7 +39,7 @@ using bitmap_ptr = std::unique_ptr<hwloc_bitmap_s, bitmap_deleter>;
 
 std::string errno_text(int err) { return std::generic_category().message(err); }
 
-std::string quoted(const std::string& text) { return "\"" + text + "\""; }
+using detail::quoted;
 
 bitmap_ptr alloc_bitmap() {
   bitmap_ptr b(hwloc_bitmap_alloc());
@@ -106,6 +107,12 @@ std::optional<std::uint64_t> synthetic_pus(const std::string& text) {
 // large one takes hwloc minutes, and more PUs than urt::max_workers cannot
 // become a runtime anyway).
 void check_synthetic(const std::string& text) {
+  // hwloc reads the description as a C string: it would stop at a NUL and
+  // load a different description than the one given.
+  if (const std::size_t nul = text.find('\0'); nul != std::string::npos) {
+    throw std::invalid_argument("topology.synthetic: " + quoted(text) + " has a NUL byte at offset " +
+                                std::to_string(nul));
+  }
   const std::optional<std::uint64_t> pus = synthetic_pus(text);
   if (!pus) throw std::invalid_argument("topology.synthetic: cannot parse " + quoted(text));
   if (*pus > max_workers) {
@@ -122,6 +129,12 @@ void check_synthetic(const std::string& text) {
 // (a path to /dev/zero, a FIFO or a huge file would otherwise be read,
 // gigabytes of it, before hwloc fails).
 std::string read_xml(const std::string& path) {
+  // open() reads the path as a C string: it would stop at a NUL and open
+  // a different file than the one named.
+  if (const std::size_t nul = path.find('\0'); nul != std::string::npos) {
+    throw std::invalid_argument("topology.xml: " + quoted(path) + " has a NUL byte at offset " +
+                                std::to_string(nul));
+  }
   const auto cannot_read = [&path](int err) {
     return std::invalid_argument("topology.xml: cannot read " + quoted(path) + ": " +
                                  errno_text(err));
@@ -164,6 +177,12 @@ std::string read_xml(const std::string& path) {
 
 // Creates the hwloc topology for `source` and loads it; every failure destroys it.
 topology_ptr load(const topology_source& source) {
+  // A kind cast from an integer would otherwise load this machine.
+  if (source.kind != topology_kind::system && source.kind != topology_kind::synthetic &&
+      source.kind != topology_kind::xml) {
+    throw std::invalid_argument("topology: value " + std::to_string(static_cast<int>(source.kind)) +
+                                " is not a topology_kind");
+  }
   // A synthetic description is sized and an XML file read before any hwloc call.
   std::string xml_text;  // hwloc reads it until hwloc_topology_load() returns
   if (source.kind == topology_kind::synthetic) check_synthetic(source.text);

@@ -2,14 +2,18 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
+#include <utility>
 #include <stdexcept>
+
+#include "messages.hpp"
 
 namespace urt {
 namespace {
 
 [[noreturn]] void bad_cpulist(std::string_view field, std::string_view text, std::string_view why) {
-  throw std::invalid_argument(std::string(field) + ": \"" + std::string(text) +
-                              "\" is not a cpulist (" + std::string(why) +
+  throw std::invalid_argument(std::string(field) + ": " + detail::quoted(text) +
+                              " is not a cpulist (" + std::string(why) +
                               "); expected e.g. \"0-3,8\"");
 }
 
@@ -24,7 +28,7 @@ unsigned parse_index(std::string_view& rest, std::string_view field, std::string
   if (ec != std::errc{} || ptr == first) {
     bad_cpulist(field, text,
                 rest.empty() ? std::string("missing index at the end")
-                             : "unexpected '" + std::string(1, rest.front()) + "'");
+                             : "unexpected " + detail::quoted(rest.substr(0, 1), '\''));
   }
   if (value > limit) {
     bad_cpulist(field, text, "index " + std::to_string(value) + " exceeds " + std::to_string(limit));
@@ -37,7 +41,11 @@ unsigned parse_index(std::string_view& rest, std::string_view field, std::string
 
 std::vector<unsigned> parse_cpulist(std::string_view text, std::string_view field,
                                     unsigned limit) {
-  std::vector<unsigned> out;
+  // The ranges first, merged, then expanded: the result holds each index
+  // once, so its size is bounded by the limit, however often a text
+  // repeats a range ("0-1048576,0-1048576,..." would otherwise expand to
+  // a million indexes per ten characters before duplicates are dropped).
+  std::vector<std::pair<unsigned, unsigned>> ranges;
   std::string_view rest = text;
   if (rest.empty()) bad_cpulist(field, text, "empty");
   while (true) {
@@ -51,17 +59,31 @@ std::vector<unsigned> parse_cpulist(std::string_view text, std::string_view fiel
                     "range " + std::to_string(lo) + "-" + std::to_string(hi) + " is reversed");
       }
     }
+    ranges.emplace_back(lo, hi);
+    if (rest.empty()) break;
+    if (rest.front() != ',') {
+      bad_cpulist(field, text, "unexpected " + detail::quoted(rest.substr(0, 1), '\''));
+    }
+    rest.remove_prefix(1);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<unsigned> out;
+  bool any = false;
+  unsigned next = 0;  // the first index not yet in `out` (when `any`)
+  bool full = false;  // `out` ends at UINT_MAX: nothing can follow
+  for (auto [lo, hi] : ranges) {
+    if (full) break;
+    if (any && hi < next) continue;  // inside what is already out
+    if (any && lo < next) lo = next;
     // Stops at hi, not past it: ++i after UINT_MAX would wrap to 0.
     for (unsigned i = lo;; ++i) {
       out.push_back(i);
       if (i == hi) break;
     }
-    if (rest.empty()) break;
-    if (rest.front() != ',') bad_cpulist(field, text, "unexpected '" + std::string(1, rest.front()) + "'");
-    rest.remove_prefix(1);
+    any = true;
+    full = hi == std::numeric_limits<unsigned>::max();
+    next = hi + 1;  // wraps only when full
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

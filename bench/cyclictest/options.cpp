@@ -232,6 +232,16 @@ bool budget(int c, std::string_view text, urt::bandwidth_options& out, std::stri
   return true;
 }
 
+// Whether `text` is spelled as a duration (digits, then at most one of the
+// suffixes), whatever its value: parse_duration() rejects such a text only
+// for its size.
+bool duration_syntax(std::string_view text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || text.size() > digits + 1) return false;
+  return text.size() == digits || std::string_view("sSmMhHdD").find(text[digits]) != std::string_view::npos;
+}
+
 }  // namespace
 
 std::optional<std::uint64_t> parse_duration(std::string_view text) {
@@ -264,7 +274,7 @@ std::optional<std::uint64_t> parse_duration(std::string_view text) {
         return std::nullopt;
     }
   }
-  if (v > (std::uint64_t{1} << 32) / scale) return std::nullopt;  // > 136 years
+  if (v > max_duration_s / scale) return std::nullopt;
   return v * scale;
 }
 
@@ -312,6 +322,10 @@ parse_result parse_options(int argc, char** argv) {
       case 'D':
         if (auto d = parse_duration(arg)) {
           o.duration_s = *d;
+        } else if (duration_syntax(arg)) {
+          err = bad(c, arg,
+                    "is out of range: at most " + std::to_string(max_duration_s) +
+                        " s (about 136 years)");
         } else {
           err = bad(c, arg, "is not a duration (a whole number with an optional s, m, h or d)");
         }

@@ -160,8 +160,13 @@ std::string check_intervals(const options& o, unsigned threads);
 /// The usage text (--help).
 std::string usage(std::string_view program = "urt-cyclictest");
 
+/// Longest -D/--duration: 2^32 s (about 136 years), so that the deadline
+/// computed from it stays far inside the clock's range.
+inline constexpr std::uint64_t max_duration_s = std::uint64_t{1} << 32;
+
 /// Parses a cyclictest duration: a whole number of seconds with an optional
-/// suffix s, m, h or d (either case). nullopt for anything else.
+/// suffix s, m, h or d (either case), at most max_duration_s. nullopt for
+/// anything else.
 std::optional<std::uint64_t> parse_duration(std::string_view text);
 
 /// Rewrites a runtime construction error (std::invalid_argument or

@@ -79,19 +79,22 @@ class runtime {
   template <class F>
     requires std::invocable<std::decay_t<F>&> && std::constructible_from<std::decay_t<F>, F&&>
   void spawn(const task_spec& spec, F&& fn) {
-    spawn_ticket ticket = begin_spawn(spec);
+    spawn_ticket ticket = begin_spawn(spec, "runtime::spawn");
     ticket.payload()->emplace(std::forward<F>(fn));
     commit_spawn(ticket);
   }
 
   /// Queues `fn` to be released at `deadline` (at once if it has passed) on
   /// a worker allowed by spec.affinity; this_task::release_time() returns
-  /// the deadline. Same errors and guarantees as spawn(). stop(drain) waits
-  /// for pending deadlines; stop(cancel) drops them and counts them.
+  /// the deadline. Same errors and guarantees as spawn(), and
+  /// std::invalid_argument for clock::time_point::max(), a deadline that
+  /// never comes. stop(drain) waits for pending deadlines; stop(cancel)
+  /// drops them and counts them.
   template <class F>
     requires std::invocable<std::decay_t<F>&> && std::constructible_from<std::decay_t<F>, F&&>
   void spawn_at(clock::time_point deadline, const task_spec& spec, F&& fn) {
-    spawn_ticket ticket = begin_spawn(spec);
+    check_deadline(deadline);
+    spawn_ticket ticket = begin_spawn(spec, "runtime::spawn_at");
     ticket.payload()->emplace(std::forward<F>(fn));
     commit_timed(ticket, deadline, std::chrono::nanoseconds{0}, nullptr);
   }
@@ -111,7 +114,7 @@ class runtime {
     check_period(period);
     check_overrun(overrun);
     auto state = std::make_unique<detail::periodic_state>(overrun);  // before the callable is taken
-    spawn_ticket ticket = begin_spawn(spec);
+    spawn_ticket ticket = begin_spawn(spec, "runtime::every");
     ticket.payload()->emplace_repeating(std::forward<F>(fn));
     commit_timed(ticket, start, period, state.get());
     return periodic_task(state.release());
@@ -181,10 +184,12 @@ class runtime {
     bool local_;  // placed on the spawning task's own worker
   };
 
-  spawn_ticket begin_spawn(const task_spec& spec);
+  // `api` names the caller in runtime_stopped's message.
+  spawn_ticket begin_spawn(const task_spec& spec, const char* api);
   void commit_spawn(spawn_ticket& ticket) noexcept;
   void commit_timed(spawn_ticket& ticket, clock::time_point release,
                     std::chrono::nanoseconds period, detail::periodic_state* state) noexcept;
+  static void check_deadline(clock::time_point deadline);
   static void check_period(std::chrono::nanoseconds period);
   static void check_overrun(overrun_policy overrun);
 

@@ -56,7 +56,8 @@ class topology {
   static constexpr std::size_t max_xml_bytes = std::size_t{16} << 20;
 
   /// Loads the topology. Throws std::invalid_argument naming the field and
-  /// value for a malformed synthetic description, or one of more than
+  /// value for a kind that is not a topology_kind ("topology"), a malformed
+  /// synthetic description, or one of more than
   /// urt::max_workers PUs (the product of its arities, checked before hwloc
   /// builds it) ("topology.synthetic"); an XML path that is missing,
   /// unreadable, not a regular file or larger than max_xml_bytes (checked

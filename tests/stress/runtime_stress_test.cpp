@@ -1,11 +1,17 @@
 // Stress: invariant 10 (every accepted task runs exactly once, or is handed
 // back as cancelled and counted) while producers race stop() and tasks
 // spawn children during draining or cancelling, on 1 to 4 flat workers and
-// on the shapes with several LLCs, two NUMA nodes, SMT and 16 workers.
+// on the shapes with several LLCs, two NUMA nodes, SMT and 16 workers; and
+// a load sized by URT_STRESS_TASKS (every priority, affinity, group and
+// migration mode, throttled) in which every task runs exactly once and the
+// counters reconcile.
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -137,5 +143,201 @@ TEST_CASE("stress: exactly-once under racing producers, children and stop") {
     CHECK(dropped == cancelled);
     CHECK(ran + dropped == l.accepted_by_spawners.load());
     CHECK(ran + dropped + refused == issued);
+  }
+}
+
+// ------------------------------------------------------------------ sized load
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// Tasks of the sized load, all migration modes together: URT_STRESS_TASKS,
+// else a short run for CI. The long configuration is 10^7 (README).
+std::uint64_t stress_tasks() {
+  constexpr std::uint64_t ci_default = 150000;
+  const char* text = std::getenv("URT_STRESS_TASKS");
+  if (text == nullptr || *text == '\0') return ci_default;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(text, &end, 10);
+  REQUIRE_MESSAGE((*end == '\0' && n >= 3 && n <= 1000000000ull),
+                  "URT_STRESS_TASKS must be a count of 3..10^9, not ", text);
+  return n;
+}
+
+constexpr std::uint64_t mix(std::uint64_t x) noexcept {  // splitmix64's finalizer
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// One runtime's share of the load: task ids 0..count-1, each handed out
+// once (by an external producer or by a running task) and run once.
+struct load {
+  load(urt::runtime& rt_, std::uint64_t count_, std::uint64_t seed_)
+      : rt(rt_), count(count_), seed(seed_), runs(count_), workers(static_cast<unsigned>(rt_.worker_count())) {}
+  urt::runtime& rt;
+  const std::uint64_t count;
+  const std::uint64_t seed;
+  std::vector<std::atomic<std::uint8_t>> runs;  // per id: times it ran
+  const unsigned workers;
+  std::vector<urt::group> groups;  // the default group and two of its own
+  std::atomic<std::uint64_t> next_id{0};
+  std::atomic<std::uint64_t> ran{0};
+  std::atomic<std::uint64_t> checksum{0};        // sum of mix(id) over runs
+  std::atomic<std::uint64_t> outside_affinity{0};
+  std::atomic<std::uint64_t> wrong_priority{0};
+
+  // The spec of task `id`, a function of the id alone, so that the task
+  // can check where and how it runs: a priority 0..99; no affinity, one
+  // worker, two workers or a contiguous range; one of the three groups.
+  [[nodiscard]] urt::task_spec spec_of(std::uint64_t id) const {
+    const std::uint64_t h = mix(id ^ seed);
+    urt::task_spec spec{.priority = static_cast<int>(h % 100)};
+    const auto w = [&](int shift) { return static_cast<unsigned>((h >> shift) % workers); };
+    switch ((h >> 8) % 4) {
+      case 0:
+        break;
+      case 1:
+        spec.affinity = urt::worker_set{w(16)};
+        break;
+      case 2:
+        spec.affinity = urt::worker_set{w(16), w(32)};
+        break;
+      default: {
+        urt::worker_set range;
+        const unsigned first = w(16);
+        for (unsigned i = first; i < workers && i < first + 3; ++i) range.add(i);
+        spec.affinity = range;
+        break;
+      }
+    }
+    spec.group = groups[(h >> 48) % groups.size()];
+    return spec;
+  }
+
+  // Hands out the next id and spawns its task; false once all are out.
+  bool spawn_next(int depth) {
+    const std::uint64_t id = next_id.fetch_add(1, std::memory_order_relaxed);
+    if (id >= count) return false;
+    rt.spawn(spec_of(id), task{this, id, depth});
+    return true;
+  }
+
+  struct task {
+    load* l;
+    std::uint64_t id;
+    int depth;
+    void operator()() const {
+      const urt::task_spec spec = l->spec_of(id);
+      if (spec.affinity && !spec.affinity->contains(urt::this_task::worker_id())) {
+        l->outside_affinity.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (urt::this_task::priority() != spec.priority) {
+        l->wrong_priority.fetch_add(1, std::memory_order_relaxed);
+      }
+      l->runs[id].fetch_add(1, std::memory_order_relaxed);
+      l->ran.fetch_add(1, std::memory_order_relaxed);
+      l->checksum.fetch_add(mix(id), std::memory_order_relaxed);
+      // Tasks that spawn tasks: up to two children, one level less deep.
+      if (depth > 0) {
+        for (std::uint64_t k = 0; k < 1 + id % 2; ++k) {
+          if (!l->spawn_next(depth - 1)) break;
+        }
+      }
+    }
+  };
+};
+
+}  // namespace
+
+TEST_CASE("stress: URT_STRESS_TASKS tasks from 4 threads and from tasks run exactly once, counters reconcile") {
+  const std::uint64_t total = stress_tasks();
+  MESSAGE("URT_STRESS_TASKS: ", total, " tasks");
+  struct config {
+    urt::migration_mode migration;
+    urt_test::shape shape;
+    urt::bandwidth_options bandwidth;  // throttling on, changed halfway
+    urt::bandwidth_options halfway;
+  };
+  const urt::bandwidth_options deferred{
+      .mode = urt::throttle_mode::deferred, .runtime = 300us, .period = 1ms};
+  const urt::bandwidth_options strict{
+      .mode = urt::throttle_mode::strict, .runtime = 700us, .period = 1ms};
+  const config configs[] = {
+      {urt::migration_mode::push_ipi, urt_test::two_numa, deferred, strict},
+      {urt::migration_mode::pull, urt_test::several_llcs, strict, deferred},
+      {urt::migration_mode::none, urt_test::smt, deferred, strict},
+  };
+  for (std::size_t c = 0; c < std::size(configs); ++c) {
+    const config& cfg = configs[c];
+    CAPTURE(cfg.shape);
+    CAPTURE(static_cast<int>(cfg.migration));
+    const std::uint64_t count = total / 3 + (c == 0 ? total % 3 : 0);
+    urt::runtime_options o = urt_test::synthetic_workers(cfg.shape);
+    o.migration = cfg.migration;
+    o.bandwidth = cfg.bandwidth;
+    urt::runtime rt(o);
+    load l(rt, count, 0x5eed0000u + c);
+    l.groups.push_back(urt::group{});
+    l.groups.push_back(rt.make_group(urt::group_options{
+        .name = "budgeted", .budget = urt::group_budget{.runtime = 200us, .period = 1ms}}));
+    l.groups.push_back(rt.make_group(urt::group_options{.name = "unbudgeted"}));
+
+    std::atomic<bool> go{false};
+    std::vector<std::thread> producers;
+    for (int p = 0; p < 4; ++p) {
+      producers.emplace_back([&l, &go, p] {
+        go.wait(false);
+        for (int i = 0; l.spawn_next((p + i) % 3); ++i) {
+        }
+      });
+    }
+    go = true;
+    go.notify_all();
+    // Halfway: new budgets for the runtime and both groups, while tasks run.
+    while (l.next_id.load() < count / 2) std::this_thread::yield();
+    rt.set_bandwidth(cfg.halfway);
+    rt.set_bandwidth(l.groups[1], urt::group_budget{.runtime = 400us, .period = 2ms});
+    rt.set_bandwidth(l.groups[2], urt::group_budget{.runtime = 900us, .period = 1ms});
+    for (auto& t : producers) t.join();
+    CHECK(rt.stop(urt::stop_mode::drain) == 0);
+
+    // Every task exactly once: each id's count, the number and the checksum.
+    std::uint64_t never = 0;
+    std::uint64_t again = 0;
+    std::uint64_t expected_sum = 0;
+    for (std::uint64_t id = 0; id < count; ++id) {
+      const int n = l.runs[id].load();
+      never += n == 0 ? 1 : 0;
+      again += n > 1 ? 1 : 0;
+      expected_sum += mix(id);
+    }
+    CHECK(never == 0);
+    CHECK(again == 0);
+    CHECK(l.ran.load() == count);
+    CHECK(l.checksum.load() == expected_sum);
+    CHECK(l.outside_affinity.load() == 0);
+    CHECK(l.wrong_priority.load() == 0);
+
+    // The counters reconcile: every accepted task completed, and every move
+    // between queues was one push or one pull, counted once on each side.
+    const urt::runtime_stats st = rt.stats();
+    const urt::worker_stats sum = st.total();
+    CHECK(sum.accepted == count);
+    CHECK(sum.completed == count);
+    CHECK(sum.cancelled == 0);
+    CHECK(sum.exceptions == 0);
+    CHECK(sum.migrated_in == sum.migrated_out);
+    CHECK(sum.migrated_in == sum.pushes + sum.pulls);
+    // push_ipi pulls only in its fallback, one task per stuck hop taken
+    // over; none never pulls.
+    if (cfg.migration == urt::migration_mode::push_ipi) CHECK(sum.pulls <= sum.fallbacks);
+    if (cfg.migration == urt::migration_mode::none) CHECK(sum.pulls == 0);
+    for (std::size_t g = 0; g < l.groups.size(); ++g) CHECK(rt.stats(l.groups[g]).id == g);
+    MESSAGE(static_cast<int>(cfg.migration), ": ", count, " tasks, ", sum.pushes, " pushes, ",
+            sum.pulls, " pulls, ", sum.throttle_events, " throttle events, ",
+            rt.stats(l.groups[1]).throttle_events, " of the budgeted group");
   }
 }

@@ -195,6 +195,28 @@ TEST_CASE("reliability: parse_cpulist ranges ending at UINT_MAX end") {
         std::vector<unsigned>{0, 1, top});
 }
 
+TEST_CASE("reliability: parse_cpulist holds each index once while it parses repeated ranges") {
+  // 100 copies of the widest range the default limit allows: 1.1 KB of
+  // text. Expanded range by range before duplicates were dropped, it took
+  // 100 million indexes (400 MB), and the returned vector kept that
+  // capacity; a few KB of text could exhaust memory.
+  std::string text;
+  for (int i = 0; i < 100; ++i) {
+    if (i != 0) text += ',';
+    text += "0-1048575";
+  }
+  const std::vector<unsigned> ids = urt::parse_cpulist(text, "f");
+  REQUIRE(ids.size() == 1048576);
+  CHECK(ids.front() == 0);
+  CHECK(ids.back() == 1048575);
+  CHECK(ids.capacity() <= 2 * ids.size());
+  // Overlapping, nested and adjacent ranges in any order merge exactly.
+  CHECK(urt::parse_cpulist("5-9,0-2,3,1-6,20-21,8-12,22", "f") ==
+        std::vector<unsigned>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 20, 21, 22});
+  CHECK(urt::parse_cpulist("4294967295,4294967294-4294967295,0", "f", UINT_MAX) ==
+        std::vector<unsigned>{0, 4294967294u, 4294967295u});
+}
+
 // ------------------------------------------------ construction at the open-file limit
 
 namespace {
