@@ -465,6 +465,40 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
           }),
           "runtime_options.bandwidth.runtime: 0ns under a strict budget would never run a FIFO "
           "task"),
+      // ------------------------------------------------ concurrency IDs' options
+      reject<std::invalid_argument>(
+          "runtime_options.cid_mode 7",
+          build_with([](auto& o) { o.cid_mode = static_cast<urt::concurrency_id_mode>(7); }),
+          "runtime_options.cid_mode: value 7 is not a concurrency_id_mode"),
+      reject<std::invalid_argument>(
+          "runtime_options.cid_scan_batch 0",
+          build_with([](auto& o) { o.cid_scan_batch = 0; }),
+          "runtime_options.cid_scan_batch: 0 is outside 1..1024"),
+      reject<std::invalid_argument>(
+          "runtime_options.cid_scan_batch 1025",
+          build_with([](auto& o) { o.cid_scan_batch = 1025; }),
+          "runtime_options.cid_scan_batch: 1025 is outside 1..1024"),
+      reject<std::invalid_argument>(
+          "runtime_options.cid_idle_threshold -1ns",
+          build_with([](auto& o) { o.cid_idle_threshold = -1ns; }),
+          "runtime_options.cid_idle_threshold: -1ns is negative"),
+      reject<std::invalid_argument>(
+          "runtime_options.cid_idle_threshold min()",
+          build_with([](auto& o) { o.cid_idle_threshold = ns::min(); }),
+          "runtime_options.cid_idle_threshold: " + min_text + " is negative"),
+      reject<std::invalid_argument>(
+          "runtime_options.cid_idle_threshold max()",
+          build_with([](auto& o) { o.cid_idle_threshold = ns::max(); }),
+          "runtime_options.cid_idle_threshold: " + max_text +
+              " is above 3600000000000ns (1 h)"),
+      reject<std::invalid_argument>(
+          "runtime_options.cid_scan_interval -1ns",
+          build_with([](auto& o) { o.cid_scan_interval = -1ns; }),
+          "runtime_options.cid_scan_interval: -1ns is negative"),
+      reject<std::invalid_argument>(
+          "runtime_options.cid_scan_interval 1h + 1ns",
+          build_with([](auto& o) { o.cid_scan_interval = std::chrono::hours{1} + 1ns; }),
+          "runtime_options.cid_scan_interval: 3600000000001ns is above 3600000000000ns (1 h)"),
       // ---------------------------------------------------------- topology itself
       reject<std::invalid_argument>(
           "topology: topology_source kind 7",
@@ -625,6 +659,21 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
           "this_task::release_time() outside a task",
           [] { (void)urt::this_task::release_time(); },
           "urt::this_task: the calling thread is not running an urt task"),
+      reject<std::logic_error>(
+          "this_task::cid() outside a task",
+          [] { (void)urt::this_task::cid(); },
+          "urt::this_task: the calling thread is not running an urt task"),
+      reject<std::invalid_argument>(
+          "per_cid of a group of another runtime",
+          [&] { urt::per_cid<int> p(rt, foreign); },
+          "urt::per_cid: group 1 belongs to another runtime"),
+      reject<std::logic_error>(
+          "per_cid::local() outside a task",
+          [&] {
+            urt::per_cid<int> p(rt);
+            p.local();
+          },
+          "urt::per_cid::local: the calling thread is not running a task of this runtime"),
       // ---------------------------------------------------------- stopped runtime
       reject<urt::runtime_stopped>(
           "spawn on a stopped runtime",
@@ -757,6 +806,7 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
       cli({"--cpupri=bytes"}, "--cpupri: 'bytes' is not global, per_numa, per_llc or per_llc_bytes"),
       cli({"--migration=push"}, "--migration: 'push' is not push_ipi, pull or none"),
       cli({"--overrun=drop"}, "--overrun: 'drop' is not skip or catch_up"),
+      cli({"--cid=scan"}, "--cid: 'scan' is not batched_scan or ownership"),
       cli({"--timer-wake=early"}, "--timer-wake: 'early' is not at_release or adaptive"),
       cli({"--timer-wake"}, "--timer-wake: missing value"),
       cli({"--idle-spin-policy=sometimes"},
