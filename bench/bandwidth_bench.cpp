@@ -488,11 +488,58 @@ void part_b(const std::string& cpus, std::chrono::milliseconds length) {
       "     stretch between scheduling points, here one 200 us hog slice)\n");
 }
 
+// ---- (c) choosing the default period ------------------------------------
+
+// The workload of (b) at a 95% FIFO share (the kernel's) on periods of 1,
+// 10 and 100 ms, next to no budget: the FIFO task's added max latency
+// against how often the budget holds FIFO back (each hold is a switch to
+// the server and back). The rule: the longest period whose added max stays
+// within 1 ms, since a longer period holds less often; runtime_options'
+// default should be the period this picks.
+void part_c(const std::string& cpus, std::chrono::milliseconds length) {
+  std::printf("(c) choosing the default: the workload of (b) at a 95%% FIFO share on three periods,\n"
+              "    %lld ms each\n",
+              static_cast<long long>(length.count()));
+  const outcome off = run_config("off", {.mode = urt::throttle_mode::off}, cpus, length);
+  const std::int64_t off_max = percentile(off.latency_ns, 1.0);
+  std::printf("    %-12s %9s %9s %9s %10s %9s\n", "period", "p99 us", "max us", "added us",
+              "normal %", "holds/s");
+  std::printf("    %-12s %9.1f %9.1f %9s %10s %9s\n", "off",
+              static_cast<double>(percentile(off.latency_ns, 0.99)) / 1e3,
+              static_cast<double>(off_max) / 1e3, "-", "-", "-");
+  std::chrono::nanoseconds chosen{0};
+  for (const std::chrono::nanoseconds period :
+       {std::chrono::nanoseconds{1ms}, std::chrono::nanoseconds{10ms},
+        std::chrono::nanoseconds{100ms}}) {
+    const urt::bandwidth_options bw{.mode = urt::throttle_mode::deferred,
+                                    .runtime = period * 95 / 100,
+                                    .period = period};
+    const outcome r = run_config(std::to_string(period / 1ms) + " ms", bw, cpus, length);
+    const std::int64_t mx = percentile(r.latency_ns, 1.0);
+    const double added_us = static_cast<double>(mx - off_max) / 1e3;
+    const double holds = static_cast<double>(r.stats.throttle_events) /
+                         std::chrono::duration<double>(length).count();
+    std::printf("    %-12s %9.1f %9.1f %9.1f %9.2f%% %9.0f\n", r.name.c_str(),
+                static_cast<double>(percentile(r.latency_ns, 0.99)) / 1e3,
+                static_cast<double>(mx) / 1e3, added_us, 100.0 * r.normal.steady, holds);
+    if (added_us <= 1000.0) chosen = period;
+  }
+  const urt::bandwidth_options def = urt::runtime_options{}.bandwidth;
+  if (chosen.count() == 0) {
+    std::printf("    no period kept the added max within 1 ms in this run\n\n");
+  } else {
+    std::printf("    longest period with the added max within 1 ms: %lld ms; the default's: %lld ms "
+                "(%s)\n\n",
+                static_cast<long long>(chosen / 1ms), static_cast<long long>(def.period / 1ms),
+                chosen == def.period ? "agrees" : "differs");
+  }
+}
+
 [[noreturn]] void usage(int code) {
   std::printf(
-      "usage: urt-bandwidth-bench [--part=a|b|ab] [--rounds=N] [--iterations=N]\n"
+      "usage: urt-bandwidth-bench [--part=a|b|c|ab|abc...] [--rounds=N] [--iterations=N]\n"
       "                           [--seconds=S] [--cpus=CPU]\n"
-      "  --part        which parts to run (default ab)\n"
+      "  --part        which parts to run (default ab; c chooses the default period)\n"
       "  --rounds      interleaved rounds of (a) (default 5)\n"
       "  --iterations  task switches per thread per round of (a) (default 2000000)\n"
       "  --seconds     length of each configuration of (b) (default 3; the kernel-like\n"
@@ -528,12 +575,14 @@ int main(int argc, char** argv) {
     }
   }
   if (rounds == 0 || rounds > 1000 || iterations == 0 || iterations > 1'000'000'000 ||
-      seconds <= 0 || seconds > 3600 || (part != "a" && part != "b" && part != "ab")) {
+      seconds <= 0 || seconds > 3600 || part.empty() ||
+      part.find_first_not_of("abc") != std::string::npos) {
     std::fprintf(stderr, "urt-bandwidth-bench: --rounds 1..1000, --iterations 1..1e9, "
-                         "--seconds 1..3600, --part a|b|ab\n");
+                         "--seconds 1..3600, --part: letters of abc\n");
     return 2;
   }
   if (part.find('a') != std::string::npos) part_a(rounds, iterations);
   if (part.find('b') != std::string::npos) part_b(cpus, std::chrono::seconds{seconds});
+  if (part.find('c') != std::string::npos) part_c(cpus, std::chrono::seconds{seconds});
   return 0;
 }
