@@ -131,7 +131,10 @@ struct bandwidth_options {
   /// share (sched_rt_runtime_us / sched_rt_period_us) on a period 100x
   /// shorter: per-worker accounting costs nothing per period, and the
   /// blackout of FIFO work is at most period - runtime (0.5 ms), where the
-  /// kernel's deferred server holds FIFO off for up to 50 ms.
+  /// kernel's deferred server holds FIFO off for up to 50 ms. Chosen by
+  /// urt-bandwidth-bench part (c): of 1, 10 and 100 ms at 95%, the longest
+  /// period that kept the FIFO task's added max latency within 1 ms (10 ms:
+  /// +35 us, 100 holds/s; 100 ms: +4.7 ms; bench/README.md).
   std::chrono::nanoseconds period = std::chrono::milliseconds{10};
 
   /// The longest period accepted (keeps the period arithmetic far from
