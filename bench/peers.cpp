@@ -20,6 +20,15 @@
 //                      once one urgent task; its start latency, 20 samples
 //                      per size, p50 and max (asio only at 100: it has no
 //                      priorities, its urgent task waits for the burst).
+//   (e) mixed          a feeder thread keeps 8 tasks of 50 us at low
+//                      priority in flight (it posts one whenever one ends),
+//                      and another thread posts one urgent task every
+//                      200 us: the urgent tasks' start latency, 1000 per
+//                      executor, p50 / p99 / max.
+//   (f) shared counter 1,000,000 empty lambdas that each bump one shared
+//                      counter, posted from the main thread with the pools
+//                      simply running (no holding, no warm-up), until all
+//                      ran; M tasks/s, median of 5.
 //
 // The executors, each with two threads running tasks:
 //   urt     urt::runtime on cpus "0-1" (two pinned workers), idle_spin 50 us.
@@ -86,6 +95,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <semaphore>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -297,6 +307,17 @@ struct burst_state {
     raise(urgent_done);
   }
 } g_burst;
+
+/// (e): the urgent tasks' start latencies and the feeder's budget.
+struct mixed_state {
+  static constexpr int in_flight = 8;
+  static constexpr int samples = 1000;
+  std::counting_semaphore<in_flight> slots{in_flight};  // low tasks that may be posted
+  std::atomic<bool> feeding{false};
+  std::vector<std::int64_t> posted_ns = std::vector<std::int64_t>(samples);
+  std::vector<std::atomic<std::int64_t>> started_ns = std::vector<std::atomic<std::int64_t>>(samples);
+  std::atomic<int> urgent_done{0};
+} g_mixed;
 
 // ---------------------------------------------------------------------------
 // The executors. Each offers: post (a), post_wake (b), hold (blocker `i` of
@@ -641,6 +662,84 @@ double burst_once(Ex& ex, std::uint32_t n) {
   return static_cast<double>(g_burst.t1.load(std::memory_order_relaxed) - t0) / 1e3;
 }
 
+// (e) -----------------------------------------------------------------------
+
+/// The mixed workload on `ex`: the urgent tasks' start latencies, us.
+template <class Ex>
+std::vector<double> mixed_run(Ex& ex) {
+  std::this_thread::sleep_for(switch_pause);
+  mixed_state& m = g_mixed;
+  m.urgent_done.store(0);
+  m.feeding.store(true);
+  std::thread feeder([&] {
+    for (;;) {
+      m.slots.acquire();
+      if (!m.feeding.load()) {
+        m.slots.release();
+        return;
+      }
+      ex.post_low([&m] {
+        spin_for(microseconds{50});
+        m.slots.release();
+      });
+    }
+  });
+  std::thread urgent([&] {
+    auto next = clock_type::now();
+    for (int i = 0; i < mixed_state::samples; ++i) {
+      next += microseconds{200};
+      std::this_thread::sleep_until(next);
+      m.posted_ns[static_cast<std::size_t>(i)] = now_ns();
+      ex.post_urgent([&m, i] {
+        m.started_ns[static_cast<std::size_t>(i)].store(now_ns(), std::memory_order_relaxed);
+        m.urgent_done.fetch_add(1, std::memory_order_release);
+      });
+    }
+  });
+  urgent.join();
+  while (m.urgent_done.load(std::memory_order_acquire) < mixed_state::samples) {
+    std::this_thread::sleep_for(microseconds{100});
+  }
+  // The feeder sees the end when the next low task frees a slot.
+  m.feeding.store(false);
+  feeder.join();
+  // Let the low tasks still in flight finish before the next executor.
+  for (int i = 0; i < mixed_state::in_flight; ++i) m.slots.acquire();
+  m.slots.release(mixed_state::in_flight);
+  std::vector<double> us;
+  for (int i = 0; i < mixed_state::samples; ++i) {
+    us.push_back(static_cast<double>(m.started_ns[static_cast<std::size_t>(i)].load() -
+                                     m.posted_ns[static_cast<std::size_t>(i)]) /
+                 1e3);
+  }
+  return us;
+}
+
+// (f) -----------------------------------------------------------------------
+
+constexpr std::uint32_t counter_tasks = 1'000'000;
+alignas(64) std::atomic<std::uint32_t> g_counter{0};
+std::atomic<std::uint32_t> g_counter_done{0};
+
+/// One plain post loop of 1M counting lambdas; M tasks/s.
+template <class Ex>
+double counter_run(Ex& ex) {
+  std::this_thread::sleep_for(switch_pause);
+  g_counter.store(0);
+  g_counter_done.store(0);
+  const auto t0 = clock_type::now();
+  for (std::uint32_t i = 0; i < counter_tasks; ++i) {
+    ex.post([] {
+      if (g_counter.fetch_add(1, std::memory_order_relaxed) + 1 == counter_tasks) {
+        raise(g_counter_done);
+      }
+    });
+  }
+  wait_set(g_counter_done);
+  return static_cast<double>(counter_tasks) /
+         std::chrono::duration<double>(clock_type::now() - t0).count() / 1e6;
+}
+
 /// Threads of this process, besides the caller, not at SCHED_OTHER: none
 /// should be (an executor thread created while main ran SCHED_FIFO would
 /// have inherited it).
@@ -834,6 +933,39 @@ int main() {
                 (fixed(percentile(burst_t[k], 50), 1) + " / " + fixed(max_of(burst_t[k]), 1)).c_str(),
                 a.c_str());
   }
+  // (e) ---------------------------------------------------------------------
+  std::vector<double> mixed_u;
+  std::vector<double> mixed_a;
+  std::vector<double> mixed_t;
+  for (int round = 0; round < 2; ++round) {
+    for (const double v : mixed_run(urt_ex)) mixed_u.push_back(v);
+    for (const double v : mixed_run(asio_ex)) mixed_a.push_back(v);
+    for (const double v : mixed_run(tbb_ex)) mixed_t.push_back(v);
+  }
+  std::printf("(e) mixed: 8 x 50-us low tasks kept in flight by a feeder thread, an urgent task "
+              "every 200 us from another thread; its start, us, %zu samples each: p50 / p99 / "
+              "max\n",
+              mixed_u.size());
+  for (const auto& [name, v] : {std::pair{"urt", &mixed_u}, std::pair{"asio", &mixed_a},
+                                std::pair{"oneTBB", &mixed_t}}) {
+    std::printf("    %-7s %8.1f / %8.1f / %8.1f\n", name, percentile(*v, 50), percentile(*v, 99),
+                max_of(*v));
+  }
+
+  // (f) ---------------------------------------------------------------------
+  std::vector<double> count_u;
+  std::vector<double> count_a;
+  std::vector<double> count_t;
+  for (int r = 0; r < 5; ++r) {
+    count_u.push_back(counter_run(urt_ex));
+    count_a.push_back(counter_run(asio_ex));
+    count_t.push_back(counter_run(tbb_ex));
+  }
+  std::printf("(f) shared counter: %u lambdas from the main thread, pools simply running, M tasks/s, "
+              "median of 5: urt %.2f, asio %.2f, oneTBB %.2f (urt/asio %.2f, urt/oneTBB %.2f)\n",
+              counter_tasks, median(count_u), median(count_a), median(count_t),
+              median(count_u) / median(count_a), median(count_u) / median(count_t));
+
   bool burst_ok = true;
   for (int k = 0; k < 3; ++k) burst_ok = burst_ok && percentile(burst_u[k], 50) <= percentile(burst_t[k], 50);
   const double growth = percentile(burst_u[2], 50) / percentile(burst_u[0], 50);
@@ -869,5 +1001,13 @@ int main() {
   std::printf("plain burst: urt p50 at most oneTBB's at every size: %s\n", yes_no(burst_ok));
   std::printf("plain burst: urt p50 at 10,000 at most 2x its p50 at 100: %s (%.2fx)\n",
               yes_no(growth <= 2), growth);
+  const double best_p99 = std::min(percentile(mixed_a, 99), percentile(mixed_t, 99));
+  const double best_max = std::min(max_of(mixed_a), max_of(mixed_t));
+  std::printf("mixed: urt p99 and max no worse than the best peer: %s (p99 %.1f vs %.1f, max "
+              "%.1f vs %.1f)\n",
+              yes_no(percentile(mixed_u, 99) <= best_p99 && max_of(mixed_u) <= best_max),
+              percentile(mixed_u, 99), best_p99, max_of(mixed_u), best_max);
+  std::printf("shared counter: urt at least 2x both peers: %s\n",
+              yes_no(median(count_u) >= 2 * median(count_a) && median(count_u) >= 2 * median(count_t)));
   return 0;
 }

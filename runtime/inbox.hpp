@@ -3,12 +3,14 @@
 // levels that may hold nodes, and a private splice list per level on the
 // owner's side.
 //
-// Why per level: the owner takes at most `batch` nodes per scheduling
-// point, most urgent level first. The most urgent pending task is then in
-// the run queue before the pick, and an urgent spawn behind a burst of
-// thousands of less urgent ones waits for one batch to be moved, not for
-// the whole burst (one FIFO list had to be walked to its end first, about
-// a microsecond per 64 nodes). FIFO within a level is kept:
+// Why per level: the owner takes few nodes per scheduling point, most
+// urgent level first: up to `batch` of the levels above everything its run
+// queue holds (what the pick must see), and only `trickle` of the levels at
+// or below it (the run queue has work there already; each node moved costs
+// a cache miss on a line the spawner wrote, some 100 ns). An urgent spawn
+// behind a burst of thousands of less urgent ones then waits for a few
+// nodes to be moved, not for the whole burst (one FIFO list had to be
+// walked to its end first, about 150 us for 10,000). FIFO within a level is kept:
 // each level is one FIFO queue, and a task's own spawn at a level first
 // takes in that level (worker::submit_local), so a remote spawn that
 // returned before a local one at the same level runs before it.
@@ -56,8 +58,10 @@ namespace urt::detail {
 
 class inbox {
  public:
-  /// The most nodes one take() moves at a scheduling point.
+  /// The most nodes of levels above the run queue's top one take() moves.
   static constexpr std::size_t batch = 64;
+  /// The most nodes of levels at or below it one take() moves.
+  static constexpr std::size_t trickle = 4;
   /// For take(): no limit (stop() drains everything).
   static constexpr std::size_t unlimited = static_cast<std::size_t>(-1);
 
@@ -89,16 +93,29 @@ class inbox {
     }
   }
 
-  /// Owner: moves at most `limit` nodes out, most urgent level first,
-  /// FIFO within a level, calling `f(node)` for each whose enqueue has
-  /// completed. Returns how many.
-  template <class F>
-  std::size_t take(std::size_t limit, F&& f) noexcept {
+  /// Owner: moves nodes out, most urgent level first, FIFO within a level,
+  /// calling `f(node)` for each whose enqueue has completed: at most
+  /// `above` nodes of levels above `floor()` (re-read per level: the nodes
+  /// moved raise it) and at most `rest` of the others. Returns how many.
+  template <class Floor, class F>
+  std::size_t take(Floor&& floor, std::size_t above, std::size_t rest, F&& f) noexcept {
     std::size_t taken = 0;
-    for (int level = top(); level >= 0 && taken < limit; level = top_below(level)) {
-      taken += take_level(level, limit - taken, f);
+    for (int level = top(); level >= 0; level = top_below(level)) {
+      std::size_t& budget = level > floor() ? above : rest;
+      if (budget == 0) {
+        if (&budget == &rest) break;  // every lower level is at or below the floor too
+        continue;
+      }
+      const std::size_t n = take_level(level, budget, f);
+      budget -= n;
+      taken += n;
     }
     return taken;
+  }
+  /// Owner: at most `limit` nodes, most urgent level first.
+  template <class F>
+  std::size_t take(std::size_t limit, F&& f) noexcept {
+    return take([] { return -1; }, limit, 0, f);
   }
 
   /// Owner: every node of `level` whose enqueue has completed.

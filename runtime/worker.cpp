@@ -302,13 +302,15 @@ bool worker::discard_put_off() noexcept {
 }
 
 std::size_t worker::drain_inbox() noexcept {
-  // A batch per scheduling point, most urgent first (inbox.hpp); all of it
-  // once stop() began, so a stop does not wait on batches.
-  // Relaxed: a stale `running` costs one more batch.
-  const std::size_t limit = shared_.state.load(std::memory_order_relaxed) == run_state::running
-                                ? inbox::batch
-                                : inbox::unlimited;
-  return inbox_.take(limit, [this](task_node* node) { enqueue(node); });
+  // A few nodes per scheduling point, most urgent first, the levels above
+  // the queue's top before the pick needs them (inbox.hpp); all of it once
+  // stop() began, so a stop does not wait on batches. Relaxed: a stale
+  // `running` costs one more step.
+  const bool running = shared_.state.load(std::memory_order_relaxed) == run_state::running;
+  return inbox_.take([this] { return q_.rq.top_level(); },
+                     running ? inbox::batch : inbox::unlimited,
+                     running ? inbox::trickle : inbox::unlimited,
+                     [this](task_node* node) { enqueue(node); });
 }
 
 bool worker::submit_remote(task_node* node) noexcept {

@@ -135,3 +135,38 @@ TEST_CASE("inbox: producers racing the owner's batches lose and repeat nothing")
   CHECK(out_of_order == 0);
   CHECK_FALSE(box.pending());
 }
+
+TEST_CASE("inbox: levels above the floor take the batch, the others only the trickle") {
+  inbox box;
+  auto nodes = make_nodes(1002);
+  for (std::size_t i = 0; i < 1000; ++i) {
+    nodes[i]->priority = 1;
+    box.push(nodes[i].get());
+  }
+  nodes[1000]->priority = 50;
+  nodes[1001]->priority = 50;
+  box.push(nodes[1000].get());
+  box.push(nodes[1001].get());
+  // The run queue holds level 1 work already (floor 1): both urgent nodes
+  // (above it), then only `trickle` of level 1.
+  std::vector<task_node*> taken;
+  const auto collect = [&](task_node* n) { taken.push_back(n); };
+  CHECK(box.take([] { return 1; }, inbox::batch, inbox::trickle, collect) == 2 + inbox::trickle);
+  REQUIRE(taken.size() == 2 + inbox::trickle);
+  CHECK(taken[0] == nodes[1000].get());
+  CHECK(taken[1] == nodes[1001].get());
+  for (std::size_t i = 0; i < inbox::trickle; ++i) CHECK(taken[2 + i] == nodes[i].get());
+  // An empty run queue (floor -1): level 1 is above it, a whole batch.
+  taken.clear();
+  CHECK(box.take([] { return -1; }, inbox::batch, inbox::trickle, collect) == inbox::batch);
+  CHECK(taken.front() == nodes[inbox::trickle].get());
+  // A floor that rises as nodes are taken: once level 1 is at or below it,
+  // the trickle applies.
+  int floor = -1;
+  taken.clear();
+  CHECK(box.take([&] { return floor; }, inbox::batch, inbox::trickle,
+                 [&](task_node* n) {
+                   collect(n);
+                   floor = 1;
+                 }) == inbox::batch);  // the batch of the level taken while it was above
+}
