@@ -275,7 +275,13 @@ struct backlog_state {
         settled.exchange(1, std::memory_order_acq_rel) == 0) {
       raise(settled);
     }
-    if (done == backlog_tasks) raise(all_low_done);
+    if (done == backlog_tasks) {
+      // One thread ran the whole backlog (oneTBB's second thread can stay
+      // asleep): never leave the main thread waiting for a settling that
+      // cannot come. The sample then shows 0 low tasks left at the post.
+      if (settled.exchange(1, std::memory_order_acq_rel) == 0) raise(settled);
+      raise(all_low_done);
+    }
   }
   void urgent() noexcept {
     t1.store(now_ns(), std::memory_order_relaxed);
