@@ -6,21 +6,11 @@
 #include <bit>
 #include <cassert>
 
+#include "spinlock.hpp"
 #include "urt/timer.hpp"
 #include "urt/worker_set.hpp"
 
 namespace urt::detail {
-namespace {
-
-void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
-
-}  // namespace
 
 std::int64_t cid_clock_ns() noexcept {
   timespec ts{};

@@ -134,6 +134,13 @@ inline urt::runtime_options synthetic_workers(const shape& s) {
 /// A runtime of `n` flat workers (1 <= n <= 8), for tests where only the count matters.
 inline urt::runtime_options synthetic_workers(unsigned n) { return synthetic_workers(flat_n(n)); }
 
+/// Busy for `d` on the calling thread (a task's CPU-bound work).
+inline void spin_for(std::chrono::nanoseconds d) {
+  const auto until = urt::clock::now() + d;
+  while (urt::clock::now() < until) {
+  }
+}
+
 /// The what() of the exception `fn` throws, or "<no exception>".
 template <class Fn>
 std::string message_of(Fn&& fn) {

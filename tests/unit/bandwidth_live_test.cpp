@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "../topologies.hpp"
 #include "urt/urt.hpp"
 
 using namespace std::chrono_literals;
@@ -36,12 +37,6 @@ urt::runtime_options one_worker(urt::throttle_mode mode) {
   return o;
 }
 
-void spin_for(std::chrono::nanoseconds d) {
-  const auto until = urt::clock::now() + d;
-  while (urt::clock::now() < until) {
-  }
-}
-
 // A task that spins `slice` and spawns itself again until told to stop;
 // counts its runs.
 struct chain {
@@ -57,7 +52,7 @@ struct chain {
     rt.spawn({.priority = priority, .affinity = affinity, .group = group}, [this] { step(); });
   }
   void step() {
-    spin_for(slice);
+    urt_test::spin_for(slice);
     runs.fetch_add(1);
     runs.notify_all();
     if (!stop.load()) start();
@@ -198,7 +193,7 @@ TEST_CASE("bandwidth_live: every task runs exactly once under throttling in ever
               has_child[static_cast<std::size_t>(id)] = child ? 1 : 0;
               const urt::group g = groups[rng() % 4];
               rt.spawn({.priority = prio, .group = g}, [&, id, prio, child] {
-                spin_for(std::chrono::microseconds{id % 7});
+                urt_test::spin_for(std::chrono::microseconds{id % 7});
                 ran[static_cast<std::size_t>(id)].fetch_add(1);
                 if (child) {
                   rt.spawn({.priority = (prio * 7) % 100},

@@ -46,12 +46,6 @@ constexpr unsigned sanitizer_slowdown = 1;
 constexpr concurrency_id_mode both_modes[] = {concurrency_id_mode::batched_scan,
                                               concurrency_id_mode::ownership};
 
-void spin_for(std::chrono::nanoseconds d) {
-  const auto until = urt::clock::now() + d;
-  while (urt::clock::now() < until) {
-  }
-}
-
 }  // namespace
 
 TEST_CASE("cid_live: no two running tasks of a group share an ID, in both modes, up to 1024 workers") {
@@ -82,7 +76,7 @@ TEST_CASE("cid_live: no two running tasks of a group share an ID, in both modes,
           return;
         }
         if (slots[gi * workers + id].exchange(1) != 0) clashes.fetch_add(1);
-        spin_for(200ns);
+        urt_test::spin_for(200ns);
         if (urt::this_task::cid() != id) clashes.fetch_add(1);  // stable within the task
         slots[gi * workers + id].store(0);
         ran.fetch_add(1);
