@@ -73,16 +73,6 @@ std::string cell(const sample& s) {
   return buf;
 }
 
-sample median_of(const std::vector<sample>& v) {
-  std::vector<double> ns;
-  std::vector<double> in;
-  for (const sample& s : v) {
-    ns.push_back(s.ns);
-    in.push_back(s.instr);
-  }
-  return {median(ns), std::isnan(in[0]) ? std::nan("") : median(in)};
-}
-
 // ---- (a) -----------------------------------------------------------------
 
 enum class state { reclaiming, scanning };

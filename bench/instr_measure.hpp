@@ -186,18 +186,25 @@ inline sample measure(std::uint64_t ops, Body&& body, const perf_counter* counte
   return s;
 }
 
-// Median of `reps` runs of measure() (ns and instructions separately):
-// timings on a shared VM jump now and then.
-template <class Body>
-inline sample measure_median(unsigned reps, std::uint64_t ops, Body&& body, const perf_counter* counter) {
+/// The median of the ns and, when counted, of the instructions of `runs`
+/// (not empty), each on its own.
+inline sample median_of(const std::vector<sample>& runs) {
   std::vector<double> ns;
   std::vector<double> instr;
-  for (unsigned r = 0; r < reps; ++r) {
-    const sample s = measure(ops, body, counter);
+  for (const sample& s : runs) {
     ns.push_back(s.ns);
     instr.push_back(s.instr);
   }
   return sample{median(ns), std::isnan(instr[0]) ? std::nan("") : median(instr)};
+}
+
+// Median of `reps` runs of measure() (ns and instructions separately):
+// timings on a shared VM jump now and then.
+template <class Body>
+inline sample measure_median(unsigned reps, std::uint64_t ops, Body&& body, const perf_counter* counter) {
+  std::vector<sample> runs;
+  for (unsigned r = 0; r < reps; ++r) runs.push_back(measure(ops, body, counter));
+  return median_of(runs);
 }
 
 

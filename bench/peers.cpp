@@ -279,6 +279,7 @@ struct backlog_state {
       // One thread ran the whole backlog (oneTBB's second thread can stay
       // asleep): never leave the main thread waiting for a settling that
       // cannot come. The sample then shows 0 low tasks left at the post.
+      // acq_rel: the same exchange as the settling path above, so only one raises.
       if (settled.exchange(1, std::memory_order_acq_rel) == 0) raise(settled);
       raise(all_low_done);
     }
@@ -306,6 +307,8 @@ struct burst_state {
   }
   void low() noexcept {
     spin_for(backlog_task_spin);
+    // acq_rel: the task that completes the count has seen every other
+    // task's work; raise()'s release pairs with wait_set()'s acquire.
     if (low_done.fetch_add(1, std::memory_order_acq_rel) + 1 == size) raise(all_low_done);
   }
   void urgent() noexcept {
@@ -698,6 +701,8 @@ std::vector<double> mixed_run(Ex& ex) {
       m.posted_ns[static_cast<std::size_t>(i)] = now_ns();
       ex.post_urgent([&m, i] {
         m.started_ns[static_cast<std::size_t>(i)].store(now_ns(), std::memory_order_relaxed);
+        // Release: pairs with the acquire load in the wait below, which then
+        // sees this sample's started_ns.
         m.urgent_done.fetch_add(1, std::memory_order_release);
       });
     }
