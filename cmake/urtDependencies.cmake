@@ -21,10 +21,11 @@ if(NOT TARGET urt::asio)
                         "in ${URT_ASIO_INCLUDE_DIR})")
   endif()
   add_library(urt::asio INTERFACE IMPORTED GLOBAL)
+  # Only the include directory: urt builds with Asio's default
+  # configuration (standalone Asio defines ASIO_STANDALONE itself), so a
+  # consumer keeps whatever Asio API it uses, classic calls included, and
+  # sees the same Asio types the library was built with (DESIGN.md,
+  # "Dependencies and their traps").
   set_target_properties(urt::asio PROPERTIES
-    INTERFACE_INCLUDE_DIRECTORIES "${URT_ASIO_INCLUDE_DIR}"
-    # Every translation unit that sees Asio types through urt must agree on
-    # these, or consumers get mismatched executor types (DESIGN.md,
-    # "Dependencies and their traps").
-    INTERFACE_COMPILE_DEFINITIONS "ASIO_STANDALONE;ASIO_NO_DEPRECATED;ASIO_NO_TS_EXECUTORS")
+    INTERFACE_INCLUDE_DIRECTORIES "${URT_ASIO_INCLUDE_DIR}")
 endif()

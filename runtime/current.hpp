@@ -13,6 +13,7 @@ struct thread_context {
   worker* self = nullptr;         // the worker this thread is, while its loop runs
   const void* owner = nullptr;    // that worker's runtime (runtime_shared::owner)
   task_node* task = nullptr;      // the task running now, or nullptr between tasks
+  bool delivering_io = false;     // inside io_poller::poll(): completions never run inline
 };
 
 inline constinit thread_local thread_context current{};

@@ -86,6 +86,10 @@ void runtime_options::validate() const {
       bad_option(field, ns_text(value) + " is above " + ns_text(max_cid_time) + " (1 h)");
     }
   }
+  if (io_poll_interval.count() < 0) {
+    bad_option("io_poll_interval", ns_text(io_poll_interval) + " is negative");
+  }
+  check_wait("io_poll_interval", io_poll_interval);
   if (cid_scan_batch == 0 || cid_scan_batch > max_workers) {
     bad_option("cid_scan_batch", std::to_string(cid_scan_batch) + " is outside 1.." +
                                      std::to_string(max_workers));

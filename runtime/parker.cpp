@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <exception>
 
 #include "spinlock.hpp"
 
@@ -13,7 +14,7 @@ parker::parker(asio::io_context& io, config cfg, worker_counters& counters)
   counters_.window_ns.store(cfg.idle_spin.count(), std::memory_order_relaxed);
 }
 
-void parker::idle(clock::time_point release, clock::time_point token_check, wake_checks checks) {
+bool parker::idle(clock::time_point release, clock::time_point token_check, wake_checks checks) {
   const clock::time_point due = release;
   // Wake timer_lead() before the release (the advance) and spin to it; a
   // release too close to the clock's ends to subtract from wakes at itself.
@@ -32,7 +33,10 @@ void parker::idle(clock::time_point release, clock::time_point token_check, wake
     const auto deadline = went_idle + spin;
     for (unsigned spins = 0;; ++spins) {
       const auto now = clock::now();
-      if (changed(now)) return spin_to(due, timer_wake, now, checks);
+      if (changed(now)) {
+        spin_to(due, timer_wake, now, checks);
+        return false;
+      }
       cpu_relax();
       if (spins % 64 == 63) {
         if (now >= deadline) break;
@@ -48,22 +52,34 @@ void parker::idle(clock::time_point release, clock::time_point token_check, wake
   // a pusher after moving a task in and a token sender after its hop.
   if (const auto now = clock::now(); changed(now)) {
     bell_.cancel_parking();
-    return spin_to(due, timer_wake, now, checks);
+    spin_to(due, timer_wake, now, checks);
+    return false;
   }
   worker_counters::bump_relaxed(counters_.parks);
   const std::uint64_t alarms = alarm_.fired();
   const std::uint64_t rings = bell_.received();
-  io_.run_one();  // returns once the doorbell, the alarm (or another handler) ran
+  // Returns once the doorbell, the alarm or another handler (an I/O
+  // completion, which spawns a task) ran. A completion's spawn may throw
+  // (no memory): finish the wake-up first, then let the worker report it.
+  std::size_t ran = 0;
+  std::exception_ptr error;
+  try {
+    ran = io_.run_one();
+  } catch (...) {
+    ran = 1;
+    error = std::current_exception();
+  }
   bell_.cancel_parking();
   const auto woke = clock::now();
   const bool by_alarm = alarm_.fired() != alarms;
+  const bool by_bell = bell_.received() != rings;
   if (by_alarm && wake == timer_wake && learning_advance()) {
     // A parked wake-up by the release's alarm: how late the OS ran us.
     advance_.observe(woke - timer_wake);
     counters_.advance_ns.store(advance_.value().count(), std::memory_order_relaxed);
   }
   if (cfg_.idle_spin_policy == spin_policy::adaptive) {
-    if (bell_.received() != rings) {
+    if (by_bell) {
       window_.work_after_park(woke - went_idle);
     } else if (by_alarm) {
       window_.alarm_after_park();
@@ -71,6 +87,8 @@ void parker::idle(clock::time_point release, clock::time_point token_check, wake
     counters_.window_ns.store(window_.value().count(), std::memory_order_relaxed);
   }
   spin_to(due, timer_wake, woke, checks);
+  if (error) std::rethrow_exception(error);
+  return ran > 0 && !by_bell && !by_alarm;
 }
 
 std::chrono::nanoseconds parker::idle_spin() const noexcept {

@@ -69,8 +69,10 @@ class parker {
 
   /// Owner: waits until `checks` report, or until `token_check`, or until
   /// the timed release `release` is due (time_point::max(): none), waking
-  /// timer_lead() early for the release and spinning to it.
-  void idle(clock::time_point release, clock::time_point token_check, wake_checks checks);
+  /// timer_lead() early for the release and spinning to it. True when the
+  /// parked wait ran a handler of the io_context other than the doorbell's
+  /// and the alarm's (an I/O completion: io_poller.hpp).
+  bool idle(clock::time_point release, clock::time_point token_check, wake_checks checks);
 
   /// The idle spin now and the timer advance now, for worker_stats.
   [[nodiscard]] std::chrono::nanoseconds reported_idle_spin() const noexcept;

@@ -25,10 +25,14 @@ placement::placement(const cpupri& prio, std::span<const std::unique_ptr<worker>
 // drops below it); from an outside thread, the least-loaded worker in the
 // affinity.
 unsigned placement::place(const task_spec& spec, const worker* self) const noexcept {
-  const worker_set* affinity = spec.affinity ? &*spec.affinity : nullptr;
+  return place(spec.priority, spec.affinity ? &*spec.affinity : nullptr, self);
+}
+
+unsigned placement::place(priority_t priority, const worker_set* affinity,
+                          const worker* self) const noexcept {
   const bool self_allowed =
       self != nullptr && (affinity == nullptr || affinity->contains(self->id()));
-  if (self_allowed && prio_.level(self->id()) < spec.priority) return self->id();
+  if (self_allowed && prio_.level(self->id()) < priority) return self->id();
   // The caller's worker; for an outside thread, the worker on the CPU it
   // runs on when that worker is asleep, so that an idle pool wakes the
   // nearest worker (wake-affine: a wake-up on the caller's CPU is cheaper
@@ -44,12 +48,12 @@ unsigned placement::place(const task_spec& spec, const worker* self) const noexc
   }
   thread_local unsigned rotation = 0;
   const unsigned found =
-      prio_.find(spec.priority, affinity, near, cpupri::none, rotation++);
+      prio_.find(priority, affinity, near, cpupri::none, rotation++);
   if (found != cpupri::none) return found;
-  return self_allowed ? self->id() : place_remote(spec);
+  return self_allowed ? self->id() : place_remote(affinity);
 }
 
-unsigned placement::place_remote(const task_spec& spec) const noexcept {
+unsigned placement::place_remote(const worker_set* affinity) const noexcept {
   // Least-loaded worker in the affinity; the scan starts at a per-thread
   // rotating offset so that equally loaded workers take turns.
   thread_local unsigned rotor = 0;
@@ -65,13 +69,13 @@ unsigned placement::place_remote(const task_spec& spec) const noexcept {
     }
     return load == 0;  // an idle worker cannot be beaten
   };
-  if (!spec.affinity) {
+  if (affinity == nullptr) {
     for (unsigned i = 0; i < n; ++i) {
       if (consider((start + i) % n)) break;
     }
     return best;
   }
-  const worker_set& allowed = *spec.affinity;
+  const worker_set& allowed = *affinity;
   for (unsigned w = allowed.next(start); w < n; w = allowed.next(w + 1)) {
     if (consider(w)) return w;
   }

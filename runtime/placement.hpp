@@ -30,10 +30,13 @@ class placement {
   /// The worker to queue a task of `spec` on; `self` is the spawning task's
   /// worker, or nullptr for an outside thread.
   [[nodiscard]] unsigned place(const task_spec& spec, const worker* self) const noexcept;
+  /// The same for a task of `priority` allowed on `affinity` (nullptr: any).
+  [[nodiscard]] unsigned place(priority_t priority, const worker_set* affinity,
+                               const worker* self) const noexcept;
 
  private:
-  // The least-loaded worker in the affinity.
-  [[nodiscard]] unsigned place_remote(const task_spec& spec) const noexcept;
+  // The least-loaded worker in the affinity (nullptr: any).
+  [[nodiscard]] unsigned place_remote(const worker_set* affinity) const noexcept;
 
   const cpupri& prio_;
   std::span<const std::unique_ptr<worker>> workers_;

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <system_error>
@@ -14,6 +15,7 @@
 #include "bandwidth_table.hpp"
 #include "cid.hpp"
 #include "current.hpp"
+#include "urt/executor.hpp"
 #include "messages.hpp"
 #include "migrator.hpp"
 #include "node_pool.hpp"
@@ -79,6 +81,12 @@ struct runtime::impl {
 
   // Throws unless `g` is a group of this runtime.
   void check_group(const group& g, const char* what) const;
+  // Throws std::invalid_argument naming `what`.field for a bad spec.
+  void check_spec(const task_spec& spec, const char* what) const;
+  // The kept copy of an executor affinity (runtime::executor).
+  const worker_set* intern(const worker_set& set);
+  std::mutex affinities_mutex;
+  std::deque<worker_set> affinities;  // guarded by affinities_mutex; never shrinks
 };
 
 namespace {
@@ -210,60 +218,130 @@ runtime::~runtime() {
 }
 
 runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec, const char* api) {
+  impl_->check_spec(spec, "task_spec");
+  return place_spawn(spec.priority, spec.affinity ? &*spec.affinity : nullptr, spec.group.id(), api,
+                     false);
+}
+
+void runtime::impl::check_spec(const task_spec& spec, const char* what) const {
+  const std::string field(what);
   if (!is_valid_priority(spec.priority)) {
-    throw std::invalid_argument("task_spec.priority: " + std::to_string(spec.priority) +
+    throw std::invalid_argument(field + ".priority: " + std::to_string(spec.priority) +
                                 " is outside " + std::to_string(priority_normal) + ".." +
                                 std::to_string(priority_max));
   }
-  impl_->check_group(spec.group, "task_spec.group");
-  const auto n = static_cast<unsigned>(impl_->workers.size());
+  check_group(spec.group, (field + ".group").c_str());
+  const auto n = static_cast<unsigned>(workers.size());
   if (spec.affinity) {
-    if (spec.affinity->empty()) throw std::invalid_argument("task_spec.affinity: the set is empty");
+    if (spec.affinity->empty()) throw std::invalid_argument(field + ".affinity: the set is empty");
     if (spec.affinity->last() >= n) {
-      throw std::invalid_argument("task_spec.affinity: worker " +
+      throw std::invalid_argument(field + ".affinity: worker " +
                                   std::to_string(spec.affinity->last()) +
                                   " does not exist (the runtime has workers 0-" +
                                   std::to_string(n - 1) + ")");
     }
   }
+}
+
+runtime::spawn_ticket runtime::place_spawn(priority_t p, const worker_set* affinity,
+                                           unsigned group, const char* api, bool completion) {
+  const auto n = static_cast<unsigned>(impl_->workers.size());
   // Count the acceptance before writing the node: its seq_cst RMW is a full
   // barrier, cheapest while no stores to the node are pending behind it.
   worker* self = worker::current_in(impl_.get());
-  const unsigned target = impl_->place->place(spec, self);
+  const unsigned target = impl_->place->place(p, affinity, self);
   const bool local = self != nullptr && target == self->id();
   worker& w = *impl_->workers[target];
-  if (local) {
+  if (local && !completion) {
     // Inside a task the runtime is never stopped: it waits for this task.
     w.count_local_accept();
   } else {
     // Count first, then look at the state (both seq_cst), mirrored by
     // stop() storing the state, then reading the counts: a spawn either
     // sees the stop and backs out, or stop() sees its count and waits.
+    // A completion on a worker outside a task is not waited for by any
+    // task, so it backs out like an external spawn, without throwing.
     w.count_remote_accept();
     const run_state state = impl_->shared.state.load(std::memory_order_seq_cst);
-    if (state != run_state::running && self == nullptr) {
+    if (state != run_state::running && (self == nullptr || completion)) {
       w.uncount_remote_accept();
       impl_->note_change();
+      if (completion) return spawn_ticket(impl_.get(), nullptr, target, false);
       throw runtime_stopped(std::string(api) + (state == run_state::stopped
                                                     ? ": the runtime is stopped"
                                                     : ": the runtime is stopping"));
     }
   }
+  // A completion counted as remote is uncounted as remote if the node or
+  // the callable cannot be had.
+  const bool counted_local = local && !completion;
   task_node* node = nullptr;
   try {
     node = detail::node_pool::allocate();
   } catch (...) {
-    local ? w.uncount_local_accept() : w.uncount_remote_accept();
+    counted_local ? w.uncount_local_accept() : w.uncount_remote_accept();
     impl_->note_change();
     throw;
   }
-  node->priority = spec.priority;
-  node->any_worker = !spec.affinity.has_value();
-  node->migratable = node->any_worker ? n > 1 : spec.affinity->count() > 1;
-  node->group = static_cast<std::uint8_t>(spec.group.id());
+  node->priority = p;
+  node->any_worker = affinity == nullptr;
+  node->migratable = node->any_worker ? n > 1 : affinity->count() > 1;
+  node->group = static_cast<std::uint8_t>(group);
   node->timed = false;
-  if (spec.affinity) node->affinity = *spec.affinity;
-  return spawn_ticket(impl_.get(), node, target, local);
+  if (affinity != nullptr) node->affinity = *affinity;
+  return spawn_ticket(impl_.get(), node, target, local, counted_local);
+}
+
+runtime::spawn_ticket runtime::begin_executor_spawn(priority_t p, const worker_set* affinity,
+                                                    unsigned group) {
+  const bool completion = detail::current.owner == impl_.get() && detail::current.task == nullptr;
+  return place_spawn(p, affinity, group, "urt::executor::execute", completion);
+}
+
+urt::executor runtime::executor(const task_spec& spec) {
+  impl_->check_spec(spec, "runtime::executor: task_spec");
+  if (impl_->shared.state.load(std::memory_order_acquire) != run_state::running) {
+    throw runtime_stopped("runtime::executor: the runtime is stopping or stopped");
+  }
+  const worker_set* affinity = spec.affinity ? impl_->intern(*spec.affinity) : nullptr;
+  unsigned home = affinity != nullptr ? static_cast<unsigned>(affinity->first()) : 0;
+  if (worker* self = worker::current_in(impl_.get());
+      self != nullptr && detail::current.task != nullptr &&
+      (affinity == nullptr || affinity->contains(self->id()))) {
+    home = self->id();
+  }
+  return urt::executor(this, affinity, home, spec.priority, spec.group.id());
+}
+
+const worker_set* runtime::impl::intern(const worker_set& set) {
+  std::lock_guard lock(affinities_mutex);
+  for (const worker_set& known : affinities) {
+    if (known == set) return &known;
+  }
+  if (affinities.size() >= max_executor_affinities) {
+    throw std::length_error("runtime::executor: task_spec.affinity: " +
+                            std::to_string(max_executor_affinities) +
+                            " distinct executor affinities exist already "
+                            "(runtime::max_executor_affinities)");
+  }
+  return &affinities.emplace_back(set);
+}
+
+bool runtime::executor_may_inline(priority_t p, const worker_set* affinity,
+                                  unsigned group) const noexcept {
+  const detail::thread_context& c = detail::current;
+  return c.owner == impl_.get() && c.task != nullptr && !c.delivering_io &&
+         c.task->priority == p && c.task->group == group &&
+         (affinity == nullptr || affinity->contains(c.self->id()));
+}
+
+asio::io_context& runtime::executor_context(unsigned w) const noexcept {
+  return impl_->workers[w]->io();
+}
+
+void runtime::executor_work(unsigned w, int delta) const noexcept {
+  detail::io_poller& p = impl_->workers[w]->io_work();
+  delta > 0 ? p.work_started() : p.work_finished();
 }
 
 void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
@@ -329,7 +407,7 @@ runtime::spawn_ticket::~spawn_ticket() {
   if (node_ == nullptr) return;  // committed
   // The callable's construction threw: un-accept the task.
   worker& w = *rt_->workers[target_];
-  if (local_) {
+  if (counted_local_) {
     w.uncount_local_accept();
   } else {
     w.uncount_remote_accept();

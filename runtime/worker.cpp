@@ -23,6 +23,7 @@ namespace urt::detail {
 worker::worker(runtime_shared& shared, unsigned id)
     : shared_(shared),
       id_(id),
+      io_poll_(io_, io_poller::config::from(*shared.options)),
       parker_(io_, parker::config::from(*shared.options), counters_),
       balancer_(id, balancer::config::from(*shared.options),
                 balancer::shared_parts{*shared.migrate, *shared.prio_map, *shared.overload,
@@ -96,6 +97,10 @@ void worker::loop() {
     // Acquire: pairs with the seq_cst store in stop(); a worker that sees
     // a new state sees everything stop() did before it.
     const run_state seen = shared_.state.load(std::memory_order_acquire);
+    // Completions that arrived meanwhile become tasks before the pick.
+    // Once stop() began they wait: stop(drain) runs accepted tasks, not
+    // I/O that has yet to complete (DESIGN.md, "Worker-owned I/O").
+    if (seen == run_state::running) poll_io();
     if (task_node* node = step(seen)) {
       run_task(node);
       continue;
@@ -220,7 +225,18 @@ void worker::enqueue(task_node* node) noexcept {
   }
 }
 
+void worker::poll_io() noexcept {
+  try {
+    io_poll_.at_scheduling_point();
+  } catch (...) {
+    handle_exception(std::current_exception());
+  }
+}
+
 bool worker::preempt_point() noexcept {
+  // A completion for this worker is a scheduling event like a spawn: take
+  // it in here, so that a long task's preempt points see it.
+  if (shared_.state.load(std::memory_order_relaxed) == run_state::running) poll_io();
   q_.lock.lock();
   drain_inbox();
   release_due();
@@ -419,7 +435,11 @@ void worker::idle(run_state seen) {
   const balancer::idle_plan plan = balancer_.before_idle();
   if (plan.pulled) return;  // look at what it pulled
   const task_node* first_timer = timers_.top();
-  const auto work = [this] { return work_pending(); };
+  // The idle spin polls the reactor too (parked, the worker waits in it).
+  const auto work = [this] {
+    poll_io();
+    return work_pending();
+  };
   // Acquire: pairs with stop()'s store of the state.
   const auto state_changed = [&] { return shared_.state.load(std::memory_order_acquire) != seen; };
   // Holding FIFO back with nothing else to run (strict): wake when the
@@ -429,8 +449,15 @@ void worker::idle(run_state seen) {
   // Held groups' tasks wait for their periods to end.
   if (groups_.any_held()) wake_at = std::min(wake_at, groups_.next_end());
   qsbr::offline();  // a parked online thread would stall every grace period
-  parker_.idle(first_timer != nullptr ? first_timer->release : clock::time_point::max(), wake_at,
-               parker::wake_checks{work, state_changed});
+  try {
+    const bool completions = parker_.idle(
+        first_timer != nullptr ? first_timer->release : clock::time_point::max(), wake_at,
+        parker::wake_checks{work, state_changed});
+    if (completions) io_poll_.after_parked_completion();
+  } catch (...) {
+    // A completion's spawn failed (no memory): its handler is gone.
+    handle_exception(std::current_exception());
+  }
   qsbr::online();
 }
 
@@ -479,6 +506,8 @@ worker_stats worker::stats() const noexcept {
   s.migrated_in = get(q_.migrated_in);
   s.migrated_out = get(q_.migrated_out);
   s.remote_locks = get(q_.remote_locks);
+  s.io_polls = io_poll_.polls();
+  s.io_handlers = io_poll_.handlers();
   s.timer_spin_ns = get(c.timer_spin_ns);
   s.idle_spin_ns = static_cast<std::uint64_t>(parker_.reported_idle_spin().count());
   s.timer_advance_ns = static_cast<std::uint64_t>(parker_.reported_timer_advance().count());

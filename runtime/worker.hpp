@@ -7,6 +7,9 @@
 //   - bandwidth (bandwidth.hpp): the FIFO budget, consulted before a pick;
 //   - cid (cid.hpp): the concurrency ID the worker holds for the group it
 //     runs, given up or kept at each task switch (after the pick);
+//   - io_poller (io_poller.hpp): worker-owned I/O: when the worker polls
+//     its reactor at a scheduling point (before the step, in
+//     preempt_point(), while spinning idle);
 //   - the next mechanisms plug in the same way: a module with its own
 //     state, called from step() at the marked hooks (before a task is
 //     picked, after the pick, after it ran), never new members here.
@@ -39,6 +42,7 @@
 #include "cid.hpp"
 #include "group_budgets.hpp"
 #include "inbox.hpp"
+#include "io_poller.hpp"
 #include "parker.hpp"
 #include "rt_queue.hpp"
 #include "runtime_shared.hpp"
@@ -118,6 +122,12 @@ class worker {
   /// Owner only, inside a task of group `g`: its concurrency ID (cid.hpp).
   [[nodiscard]] unsigned cid(unsigned g) noexcept { return cids_.get(g); }
 
+  /// The io_context of this worker's executors (urt/executor.hpp). Its
+  /// sockets and timers may be used from any thread; only the worker runs it.
+  [[nodiscard]] asio::io_context& io() noexcept { return io_; }
+  /// Any thread: counts the tracked executors of this worker (io_poller.hpp).
+  [[nodiscard]] io_poller& io_work() noexcept { return io_poll_; }
+
   /// The worker whose thread is calling, if it belongs to the runtime `owner`.
   static worker* current_in(const void* owner) noexcept;
 
@@ -163,6 +173,10 @@ class worker {
   // discarded any (their destructors may have queued work here).
   bool discard_put_off() noexcept;
   void idle(run_state seen);
+  // Owner, at a scheduling point outside the queue lock: the reactor poll
+  // io_poller decides on; an exception from a completion (a spawn that
+  // could not allocate) goes to the task exception handler.
+  void poll_io() noexcept;
   void handle_exception(const std::exception_ptr& error) noexcept;
   void publish_load_hint() noexcept;
 
@@ -178,11 +192,12 @@ class worker {
   worker_counters counters_;
 
   // Owner-only state.
-  // Only this worker's thread runs it and waits on its fds (ringers write
-  // the eventfd directly; the fds are registered before the thread
-  // starts), so Asio may skip its per-descriptor locking on the wake path.
-  asio::io_context io_{ASIO_CONCURRENCY_HINT_UNSAFE_IO};
+  // Only this worker's thread runs it (hint 1). Asio's locking stays on:
+  // sockets and timers made with this worker's executors may be created,
+  // started and closed from any thread (urt/executor.hpp).
+  asio::io_context io_{1};
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
+  io_poller io_poll_;
   parker parker_;
   balancer balancer_;
   bandwidth bandwidth_;

@@ -199,13 +199,26 @@ struct runtime_options {
   /// (its steps follow at the next scheduling points). 0 <= t <=
   /// max_cid_time. 100 ms, the kernel's (MM_CID_SCAN_DELAY).
   std::chrono::nanoseconds cid_scan_interval = std::chrono::milliseconds{100};
+  /// Worker-owned I/O (urt/executor.hpp): while a worker has I/O
+  /// outstanding (a socket or timer operation started through one of its
+  /// executors), it polls its reactor at a scheduling point (between two
+  /// tasks, in preempt_point(), while spinning idle) when at least this long
+  /// has passed since its last poll; parked, it waits in the reactor itself.
+  /// A completion that arrives while a task runs is taken in at the first
+  /// scheduling point this long after the last poll: the next one after any
+  /// task that ran that long. A poll is one epoll_wait syscall, so the
+  /// interval bounds its cost between short tasks (bench/README.md). 0
+  /// polls at every scheduling point; 0 <= t <= max_wait. No I/O
+  /// outstanding: no polling and no cost.
+  std::chrono::nanoseconds io_poll_interval = std::chrono::microseconds{10};
   /// Called on the worker with the exception of a task that threw (inside
   /// it, this_task still describes the failed task). Empty: the runtime
   /// counts it and reports the first one per runtime on stderr. A throwing
   /// handler is counted and ignored.
   std::function<void(std::exception_ptr)> on_task_exception{};
 
-  /// The longest idle_spin, timer_spin and ipi_timeout validate() accepts.
+  /// The longest idle_spin, timer_spin, ipi_timeout and io_poll_interval
+  /// validate() accepts.
   /// They are windows of microseconds; a second is far beyond any useful
   /// one (a longer value is most likely a unit mistake), and the bound
   /// keeps every deadline computed from them (now + window, a release -

@@ -19,7 +19,13 @@
 #include "urt/timer.hpp"
 #include "urt/topology.hpp"
 
+namespace asio {
+class io_context;
+}
+
 namespace urt {
+
+class executor;  // urt/executor.hpp
 
 /// How stop() treats tasks that are accepted but have not run.
 enum class stop_mode : unsigned char {
@@ -147,6 +153,16 @@ class runtime {
   /// A snapshot of group `g`'s counters, summed over the workers.
   [[nodiscard]] group_stats stats(group g) const;
 
+  /// An Asio executor whose tasks get `spec` (include urt/executor.hpp to
+  /// use it): its home worker, whose io_context is its execution context,
+  /// is the calling worker when called from a task on a worker spec allows,
+  /// else the lowest worker spec allows. Throws std::invalid_argument for a
+  /// bad spec, runtime_stopped once stop() has begun, std::length_error
+  /// after max_executor_affinities distinct affinities.
+  [[nodiscard]] urt::executor executor(const task_spec& spec = {});
+  /// Distinct affinities executors may carry: each is kept for the
+  /// runtime's life, so that an executor stays three words.
+  static constexpr std::size_t max_executor_affinities = 4096;
   /// Number of workers (fixed for the runtime's life).
   [[nodiscard]] std::size_t worker_count() const noexcept;
   /// The loaded topology and the place of every worker.
@@ -166,11 +182,31 @@ class runtime {
   // prefixed `what`, unless the caller is a task of group `g` of this runtime.
   [[nodiscard]] unsigned task_cid(group g, const char* what) const;
 
+  friend class urt::executor;
+  // For executor (urt/executor.hpp), with a spec validated when the
+  // executor was made. Spawns `fn`; from a worker of this runtime outside a
+  // task (an I/O completion) once stop() has begun, destroys it unrun.
+  template <class F>
+  void executor_spawn(priority_t p, const worker_set* affinity, unsigned group, F&& fn) {
+    spawn_ticket ticket = begin_executor_spawn(p, affinity, group);
+    if (ticket.node_ == nullptr) return;
+    ticket.payload()->emplace(std::forward<F>(fn));
+    commit_spawn(ticket);
+  }
+  // Whether execute() with blocking.possibly may run inline: the caller is
+  // a task of this runtime at priority `p` in group `group`, on a worker
+  // `affinity` allows, and no reactor poll is delivering completions.
+  [[nodiscard]] bool executor_may_inline(priority_t p, const worker_set* affinity,
+                                         unsigned group) const noexcept;
+  // The io_context of worker `w`, and its count of tracked executors.
+  [[nodiscard]] asio::io_context& executor_context(unsigned w) const noexcept;
+  void executor_work(unsigned w, int delta) const noexcept;
   // A node taken for one spawn: returned to the pool unless committed.
   class spawn_ticket {
    public:
-    spawn_ticket(impl* rt, detail::task_node* node, unsigned target, bool local) noexcept
-        : rt_(rt), node_(node), target_(target), local_(local) {}
+    spawn_ticket(impl* rt, detail::task_node* node, unsigned target, bool local,
+                 bool counted_local = false) noexcept
+        : rt_(rt), node_(node), target_(target), local_(local), counted_local_(counted_local) {}
     spawn_ticket(const spawn_ticket&) = delete;
     spawn_ticket& operator=(const spawn_ticket&) = delete;
     ~spawn_ticket();
@@ -181,11 +217,18 @@ class runtime {
     impl* rt_;
     detail::task_node* node_;
     unsigned target_;
-    bool local_;  // placed on the spawning task's own worker
+    bool local_;          // placed on the calling worker: submitted to its run queue
+    bool counted_local_;  // counted with count_local_accept() (else as remote)
   };
 
   // `api` names the caller in runtime_stopped's message.
   spawn_ticket begin_spawn(const task_spec& spec, const char* api);
+  // begin_spawn() after the spec's checks; `completion`: from a worker
+  // outside a task, back out (a ticket without a node) instead of throwing
+  // once stop() has begun.
+  spawn_ticket place_spawn(priority_t p, const worker_set* affinity, unsigned group,
+                           const char* api, bool completion);
+  spawn_ticket begin_executor_spawn(priority_t p, const worker_set* affinity, unsigned group);
   void commit_spawn(spawn_ticket& ticket) noexcept;
   void commit_timed(spawn_ticket& ticket, clock::time_point release,
                     std::chrono::nanoseconds period, detail::periodic_state* state) noexcept;

@@ -45,6 +45,9 @@ struct worker_stats {
   std::uint64_t server_slices = 0;    ///< normal tasks run while FIFO was held back
   std::uint64_t overrun_ns = 0;       ///< FIFO time past the budget by tasks started inside it
   std::uint64_t overrun_events = 0;   ///< tasks that ran past the budget
+  // Worker-owned I/O (urt/executor.hpp, runtime_options::io_poll_interval):
+  std::uint64_t io_polls = 0;     ///< reactor polls at scheduling points (parked waits not counted)
+  std::uint64_t io_handlers = 0;  ///< completions taken in, by those polls and parked waits
 
   worker_stats& operator+=(const worker_stats& o) noexcept {
     accepted += o.accepted;
@@ -70,6 +73,8 @@ struct worker_stats {
     server_slices += o.server_slices;
     overrun_ns += o.overrun_ns;
     overrun_events += o.overrun_events;
+    io_polls += o.io_polls;
+    io_handlers += o.io_handlers;
     timer_advance_ns = timer_advance_ns > o.timer_advance_ns ? timer_advance_ns : o.timer_advance_ns;
     idle_spin_ns = idle_spin_ns > o.idle_spin_ns ? idle_spin_ns : o.idle_spin_ns;
     return *this;

@@ -415,6 +415,18 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
           build_with([](auto& o) { o.ipi_timeout = ns::max(); }),
           "runtime_options.ipi_timeout: " + max_text + " is above 1000000000ns (1 s)"),
       reject<std::invalid_argument>(
+          "runtime_options.io_poll_interval -1ns",
+          build_with([](auto& o) { o.io_poll_interval = -1ns; }),
+          "runtime_options.io_poll_interval: -1ns is negative"),
+      reject<std::invalid_argument>(
+          "runtime_options.io_poll_interval min()",
+          build_with([](auto& o) { o.io_poll_interval = ns::min(); }),
+          "runtime_options.io_poll_interval: " + min_text + " is negative"),
+      reject<std::invalid_argument>(
+          "runtime_options.io_poll_interval max()",
+          build_with([](auto& o) { o.io_poll_interval = ns::max(); }),
+          "runtime_options.io_poll_interval: " + max_text + " is above 1000000000ns (1 s)"),
+      reject<std::invalid_argument>(
           "runtime_options.lock_memory 5",
           build_with([](auto& o) { o.lock_memory = static_cast<urt::memory_lock>(5); }),
           "runtime_options.lock_memory: value 5 is not a memory_lock"),

@@ -1,0 +1,25 @@
+#include "io_poller.hpp"
+
+#include <utility>
+
+#include "current.hpp"
+
+namespace urt::detail {
+
+std::size_t io_poller::poll(clock::time_point now) {
+  last_ = now;
+  poll_soon_ = false;
+  // While the poll delivers completions, an executor never runs one inline
+  // (urt::executor::execute), even when the poll runs inside a task's
+  // preempt_point() at the task's own priority: it spawns it.
+  struct delivering {
+    bool outer = std::exchange(current.delivering_io, true);
+    ~delivering() { current.delivering_io = outer; }
+  } scope;
+  const std::size_t ran = io_.poll();
+  polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  handlers_.store(handlers_.load(std::memory_order_relaxed) + ran, std::memory_order_relaxed);
+  return ran;
+}
+
+}  // namespace urt::detail

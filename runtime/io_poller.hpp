@@ -1,0 +1,101 @@
+// io_poller: when a worker runs its io_context's reactor while it is busy.
+//
+// Each worker's io_context is the execution context of the executors made
+// for it (urt/executor.hpp): sockets and timers created with them register
+// with its reactor, and their completions are delivered there. A parked
+// worker waits in that reactor (parker.hpp), so a completion wakes it like
+// a doorbell. A busy worker never blocks in it, so the poller decides when
+// it looks: at a scheduling point (between two tasks, in preempt_point(),
+// in the idle spin), when I/O is outstanding and runtime_options::
+// io_poll_interval has passed since the last poll. A poll is asio's
+// io_context::poll(): one epoll_wait with a zero timeout, then the ready
+// completions, each of which spawns its handler as a task at its
+// executor's priority (that is all a completion does here), so nothing of
+// the user's runs inside the poll and the tasks it made are picked in
+// priority order with the rest.
+//
+// "I/O outstanding" is Asio's own notion: an operation in flight holds an
+// executor with outstanding_work.tracked, and such executors count
+// themselves here (work_started/work_finished). No tracked executor: no
+// clock read and no syscall at a scheduling point, so a runtime without
+// sockets pays one relaxed load per scheduling point.
+//
+// Concurrency:
+//   - work_started() / work_finished(): any thread (a tracked executor is
+//     copied and destroyed wherever Asio moves its operation). The count is
+//     relaxed: it only decides whether the owner polls. An operation is
+//     registered with the reactor on the thread that starts it, before its
+//     completion can exist, and a count that reaches the owner late only
+//     delays the first poll to the next scheduling point that sees it.
+//   - everything else: the owner only.
+#pragma once
+
+#include <asio/io_context.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "urt/options.hpp"
+#include "urt/timer.hpp"
+
+namespace urt::detail {
+
+class io_poller {
+ public:
+  struct config {
+    std::chrono::nanoseconds interval{0};
+    static config from(const runtime_options& o) noexcept { return {o.io_poll_interval}; }
+  };
+
+  io_poller(asio::io_context& io, config cfg) noexcept : io_(io), cfg_(cfg) {}
+
+  /// Any thread: an executor tracking outstanding work on this worker's
+  /// context was made / destroyed.
+  void work_started() noexcept { work_.fetch_add(1, std::memory_order_relaxed); }
+  void work_finished() noexcept { work_.fetch_sub(1, std::memory_order_relaxed); }
+  /// Tracked executors alive now (a statistic; racy by design).
+  [[nodiscard]] std::int64_t outstanding() const noexcept {
+    return work_.load(std::memory_order_relaxed);
+  }
+
+  /// Owner, at a scheduling point: polls the reactor when I/O is
+  /// outstanding and the interval has passed since the last poll (or a
+  /// parked wait left completions behind). Returns the handlers it ran (each
+  /// spawned a task here or elsewhere). Exceptions from them propagate.
+  std::size_t at_scheduling_point() {
+    if (work_.load(std::memory_order_relaxed) <= 0) return 0;
+    const clock::time_point now = clock::now();
+    if (!poll_soon_ && now - last_ < cfg_.interval) return 0;
+    return poll(now);
+  }
+  /// Owner, after a parked wait that ran a handler other than the doorbell
+  /// or the alarm: more completions may be queued behind it; the next
+  /// scheduling point takes them in whatever the interval.
+  void after_parked_completion() noexcept {
+    poll_soon_ = true;
+    handlers_.store(handlers_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+
+  /// Reactor polls at scheduling points, and the completions taken in by
+  /// them and by parked waits (owner writes, anyone reads).
+  [[nodiscard]] std::uint64_t polls() const noexcept { return polls_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t handlers() const noexcept {
+    return handlers_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  std::size_t poll(clock::time_point now);
+
+  asio::io_context& io_;
+  const config cfg_;
+  clock::time_point last_{};
+  bool poll_soon_ = false;
+  std::atomic<std::uint64_t> polls_{0};
+  std::atomic<std::uint64_t> handlers_{0};
+  // Its own line: written by tracked executors on any thread, read by the
+  // owner at every scheduling point.
+  alignas(64) std::atomic<std::int64_t> work_{0};
+};
+
+}  // namespace urt::detail

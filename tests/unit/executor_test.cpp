@@ -1,0 +1,333 @@
+// Tests of urt::executor (include/urt/executor.hpp) and worker-owned I/O
+// (runtime/io_poller.hpp): post / dispatch / defer / co_spawn run at the
+// executor's priority on an allowed worker, dispatch runs inline only from
+// a matching task, coroutines keep their priority across co_await (also
+// through urt::any_executor), completions run on the worker owning the
+// socket, in strict priority order with the worker's other tasks, and a
+// long task's preempt points see them; use_future, yield, equality and
+// every bad input. Ordered by events, never by time.
+#include <doctest/doctest.h>
+
+#include <asio/bind_executor.hpp>
+#include <asio/co_spawn.hpp>
+#include <asio/connect.hpp>
+#include <asio/defer.hpp>
+#include <asio/detached.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/read.hpp>
+#include <asio/use_future.hpp>
+#include <asio/write.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <latch>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../topologies.hpp"
+#include "urt/executor.hpp"
+#include "urt/urt.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+struct seen {
+  int priority = -1;
+  unsigned worker = ~0U;
+};
+
+seen here() { return {urt::this_task::priority(), urt::this_task::worker_id()}; }
+
+// Holds worker 0 in a task at `p` until open().
+struct hold {
+  std::atomic<bool> open_{false};
+  std::latch started{1};
+  void occupy(urt::runtime& rt, urt::priority_t p = 99) {
+    rt.spawn({.priority = p, .affinity = urt::worker_set{0}}, [this] {
+      started.count_down();
+      while (!open_.load()) std::this_thread::yield();
+    });
+    started.wait();
+  }
+  void open() { open_.store(true); }
+};
+
+}  // namespace
+
+TEST_CASE("executor: post, dispatch, defer and bind_executor run at its priority on an allowed worker") {
+  urt::runtime rt(urt_test::synthetic_workers(4));
+  const urt::executor ex = rt.executor({.priority = 80, .affinity = urt::worker_set{2, 3}});
+  CHECK(asio::query(ex, urt::priority) == 80);
+  CHECK(ex.home_worker() == 2);
+  std::promise<seen> a, b, c, d;
+  asio::post(ex, [&] { a.set_value(here()); });
+  asio::dispatch(ex, [&] { b.set_value(here()); });  // from outside: spawned
+  asio::defer(ex, [&] { c.set_value(here()); });
+  asio::post(asio::bind_executor(ex, [&] { d.set_value(here()); }));
+  for (auto* p : {&a, &b, &c, &d}) {
+    const seen s = p->get_future().get();
+    CHECK(s.priority == 80);
+    CHECK((s.worker == 2 || s.worker == 3));
+  }
+  const urt::executor low = asio::require(ex, urt::priority(5));
+  CHECK(asio::query(low, urt::priority) == 5);
+  CHECK(asio::query(ex, urt::priority) == 80);  // require copies
+  std::promise<seen> e;
+  asio::post(low, [&] { e.set_value(here()); });
+  CHECK(e.get_future().get().priority == 5);
+}
+
+TEST_CASE("executor: dispatch runs inline only from a task of the same priority, worker set and group") {
+  urt::runtime rt(urt_test::synthetic_workers(2));
+  const urt::executor at40 = rt.executor({.priority = 40});
+  const urt::executor at41 = asio::require(at40, urt::priority(41));
+  const urt::executor on1 = rt.executor({.priority = 40, .affinity = urt::worker_set{1}});
+  std::promise<std::vector<bool>> result;
+  // A handler ran inline when it ran on the calling thread during the
+  // dispatch call; state outside the task, since spawned ones run after it.
+  std::atomic<std::thread::id> caller{};
+  std::atomic<bool> dispatching{false};
+  std::atomic<int> ran{0}, ran_inline{0};
+  const auto handler = [&] {
+    ran.fetch_add(1);
+    if (dispatching.load() && std::this_thread::get_id() == caller.load()) ran_inline.fetch_add(1);
+  };
+  rt.spawn({.priority = 40, .affinity = urt::worker_set{0}}, [&] {
+    caller.store(std::this_thread::get_id());
+    std::vector<bool> inline_ran;
+    for (const urt::executor* ex : {&at40, &at41, &on1}) {
+      const int before = ran_inline.load();
+      dispatching.store(true);
+      asio::dispatch(*ex, handler);
+      dispatching.store(false);
+      inline_ran.push_back(ran_inline.load() != before);
+    }
+    result.set_value(inline_ran);
+  });
+  const std::vector<bool> r = result.get_future().get();
+  REQUIRE(r.size() == 3);
+  CHECK(r[0]);        // same priority, any worker: inline
+  CHECK_FALSE(r[1]);  // another priority: spawned
+  CHECK_FALSE(r[2]);  // a worker set without this worker: spawned
+  // From outside any task: never inline.
+  std::promise<std::thread::id> outside;
+  asio::dispatch(at40, [&] { outside.set_value(std::this_thread::get_id()); });
+  CHECK(outside.get_future().get() != std::this_thread::get_id());
+  rt.stop();
+  CHECK(ran.load() == 3);  // each ran once
+}
+
+TEST_CASE("executor: coroutines keep the priority across co_await, also through urt::any_executor") {
+  urt::runtime rt(urt_test::synthetic_workers(2));
+  const urt::executor ex = rt.executor({.priority = 70});
+  auto direct = [&]() -> urt::awaitable<std::vector<int>> {
+    std::vector<int> levels{urt::this_task::priority()};
+    urt::net::steady_timer t(co_await asio::this_coro::executor);
+    for (int i = 0; i < 3; ++i) {
+      t.expires_after(100us);
+      co_await t.async_wait(urt::use_awaitable);
+      levels.push_back(urt::this_task::priority());
+      co_await urt::yield();
+      levels.push_back(urt::this_task::priority());
+    }
+    co_return levels;
+  };
+  for (int v : asio::co_spawn(ex, direct, asio::use_future).get()) CHECK(v == 70);
+
+  const urt::any_executor erased(asio::require(ex, urt::priority(30)));
+  CHECK(asio::query(erased, urt::priority) == 30);
+  auto through_any = [&]() -> asio::awaitable<std::vector<int>, urt::any_executor> {
+    std::vector<int> levels{urt::this_task::priority()};
+    for (int i = 0; i < 3; ++i) {
+      co_await asio::post(asio::use_awaitable_t<urt::any_executor>{});
+      levels.push_back(urt::this_task::priority());
+    }
+    co_return levels;
+  };
+  for (int v : asio::co_spawn(erased, through_any, asio::use_future).get()) CHECK(v == 30);
+}
+
+TEST_CASE("executor: co_spawn with use_future delivers values and exceptions") {
+  urt::runtime rt(urt_test::synthetic_workers(2));
+  const urt::executor ex = rt.executor({.priority = 10});
+  auto value = []() -> urt::awaitable<int> { co_return 42; };
+  CHECK(asio::co_spawn(ex, value, asio::use_future).get() == 42);
+  auto fails = []() -> urt::awaitable<int> {
+    throw std::runtime_error("from the coroutine");
+    co_return 0;
+  };
+  std::future<int> f = asio::co_spawn(ex, fails, asio::use_future);
+  CHECK_THROWS_WITH_AS(f.get(), "from the coroutine", std::runtime_error);
+}
+
+TEST_CASE("executor: co_await urt::yield() lets a queued more urgent task run first") {
+  urt::runtime rt(urt_test::synthetic_workers(1));
+  const urt::executor ex = rt.executor({.priority = 20});
+  std::mutex m;
+  std::vector<std::string> order;
+  const auto log = [&](std::string s) {
+    std::lock_guard lock(m);
+    order.push_back(std::move(s));
+  };
+  auto coro = [&]() -> urt::awaitable<void> {
+    log("before");
+    // Queued behind this running task: a more urgent one and an equal one.
+    rt.spawn({.priority = 60}, [&] { log("urgent"); });
+    rt.spawn({.priority = 20}, [&] { log("equal"); });
+    co_await urt::yield();
+    log("after");
+  };
+  asio::co_spawn(ex, coro, asio::use_future).get();
+  rt.stop();
+  CHECK(order == std::vector<std::string>{"before", "urgent", "equal", "after"});
+}
+
+TEST_CASE("executor: a socket's completion handler runs on the worker that owns it") {
+  urt::runtime rt(urt_test::synthetic_workers(3));
+  const urt::executor on2 = rt.executor({.priority = 50, .affinity = urt::worker_set{2}});
+  urt::net::tcp_acceptor acceptor(on2, {asio::ip::make_address("127.0.0.1"), 0});
+  const auto port = acceptor.local_endpoint().port();
+  std::promise<std::vector<seen>> got;
+  auto server = [&]() -> urt::awaitable<void> {
+    std::vector<seen> where{here()};
+    urt::net::tcp_socket s = co_await acceptor.async_accept(urt::use_awaitable);
+    where.push_back(here());
+    char buf[5];
+    co_await asio::async_read(s, asio::buffer(buf), urt::use_awaitable);
+    where.push_back(here());
+    co_await asio::async_write(s, asio::buffer(buf), urt::use_awaitable);
+    where.push_back(here());
+    got.set_value(where);
+  };
+  asio::co_spawn(on2, server, asio::detached);
+  asio::io_context client_io;
+  asio::ip::tcp::socket client(client_io);
+  client.connect({asio::ip::make_address("127.0.0.1"), port});
+  asio::write(client, asio::buffer("hello", 5));
+  char echoed[5];
+  asio::read(client, asio::buffer(echoed));
+  CHECK(std::string(echoed, 5) == "hello");
+  for (const seen& s : got.get_future().get()) {
+    CHECK(s.worker == 2);
+    CHECK(s.priority == 50);
+  }
+  CHECK(rt.stats().workers[2].io_handlers >= 3);
+}
+
+TEST_CASE("executor: with the worker held busy, completions and spawns queued meanwhile run by priority") {
+  urt::runtime rt(urt_test::synthetic_workers(1));
+  std::mutex m;
+  std::vector<int> order;
+  const auto log = [&](int p) {
+    std::lock_guard lock(m);
+    order.push_back(p);
+  };
+  urt::net::steady_timer t10(rt.executor({.priority = 10}));
+  urt::net::steady_timer t30(rt.executor({.priority = 30}));
+  urt::net::steady_timer t50(rt.executor({.priority = 50}));
+  hold h;
+  h.occupy(rt);
+  for (auto* t : {&t10, &t30, &t50}) {
+    t->expires_after(0s);  // due at once: each completion waits for the worker
+    t->async_wait([&, t](const std::error_code& ec) {
+      CHECK_FALSE(ec);
+      log(urt::this_task::priority());
+    });
+  }
+  rt.spawn({.priority = 20}, [&] { log(20); });
+  rt.spawn({.priority = 40}, [&] { log(40); });
+  rt.spawn({.priority = 5}, [&] { log(5); });
+  // The timers are due before the worker leaves the held task.
+  std::this_thread::sleep_for(2ms);
+  h.open();
+  auto done = std::async([&] {
+    for (;;) {
+      {
+        std::lock_guard lock(m);
+        if (order.size() == 6) return;
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  done.get();
+  CHECK(order == std::vector<int>{50, 40, 30, 20, 10, 5});
+}
+
+TEST_CASE("executor: a long task's preempt_point() takes in a more urgent completion") {
+  urt::runtime rt(urt_test::synthetic_workers(1));
+  urt::net::steady_timer urgent(rt.executor({.priority = 90}));
+  std::atomic<bool> armed{false};
+  std::atomic<bool> fired{false};
+  std::promise<bool> saw;
+  rt.spawn({.priority = 10}, [&] {
+    urgent.expires_after(0s);
+    urgent.async_wait([&](const std::error_code&) { fired.store(true); });
+    armed.store(true);
+    // The completion becomes a task at 90 here; it runs once this returns.
+    bool preempted = false;
+    while (!preempted) preempted = urt::preempt_point();
+    saw.set_value(!fired.load());
+  });
+  CHECK(saw.get_future().get());  // preempted before the handler ran, i.e. by it
+  rt.stop();
+  CHECK(fired.load());
+  CHECK(armed.load());
+}
+
+TEST_CASE("executor: equal only with equal runtime, priority, affinity and group") {
+  urt::runtime rt(urt_test::synthetic_workers(2));
+  urt::runtime other(urt_test::synthetic_workers(2));
+  const urt::executor a = rt.executor({.priority = 7});
+  CHECK(a == rt.executor({.priority = 7}));
+  CHECK(a == urt::executor(a));
+  CHECK(a != rt.executor({.priority = 8}));
+  CHECK(a != other.executor({.priority = 7}));
+  CHECK(a != rt.executor({.priority = 7, .affinity = urt::worker_set{1}}));
+  CHECK(rt.executor({.priority = 7, .affinity = urt::worker_set{1}}) ==
+        rt.executor({.priority = 7, .affinity = urt::worker_set{1}}));
+  const urt::group g = rt.make_group({.name = "g"});
+  CHECK(a != rt.executor({.priority = 7, .group = g}));
+  CHECK(a == asio::require(a, asio::execution::outstanding_work.tracked));
+  CHECK(a != asio::require(a, asio::execution::blocking.never));
+}
+
+TEST_CASE("executor: bad inputs get clear errors") {
+  urt::runtime rt(urt_test::synthetic_workers(2));
+  CHECK_THROWS_WITH_AS((void)urt::priority(100), "urt::priority: 100 is outside 0..99",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)urt::priority(-1), "urt::priority: -1 is outside 0..99",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(asio::require(rt.executor(), urt::priority),
+                       "asio::require(urt::executor, urt::priority): level -1 is outside 0..99 "
+                       "(use urt::priority(p))",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)rt.executor({.priority = 120}),
+                       "runtime::executor: task_spec.priority: 120 is outside 0..99",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)rt.executor({.affinity = urt::worker_set{5}}),
+                       "runtime::executor: task_spec.affinity: worker 5 does not exist (the "
+                       "runtime has workers 0-1)",
+                       std::invalid_argument);
+  const urt::executor ex = rt.executor({.priority = 3});
+  rt.stop();
+  CHECK_THROWS_AS(asio::post(ex, [] {}), urt::runtime_stopped);
+  CHECK_THROWS_WITH_AS((void)rt.executor(), "runtime::executor: the runtime is stopping or stopped",
+                       urt::runtime_stopped);
+}
+
+TEST_CASE("executor: a pending operation at stop() is destroyed unrun, and nothing leaks") {
+  std::atomic<int> ran{0};
+  {
+    urt::runtime rt(urt_test::synthetic_workers(2));
+    urt::net::steady_timer t(rt.executor({.priority = 5}));
+    t.expires_after(1h);
+    t.async_wait([&](const std::error_code&) { ran.fetch_add(1); });
+    CHECK(rt.stop() == 0);  // a pending wait is not an accepted task
+  }
+  CHECK(ran.load() == 0);
+}
