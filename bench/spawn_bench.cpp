@@ -6,6 +6,19 @@
 //                             spawns tasks_per_batch counting tasks.
 //   BM_asio_thread_pool_post  the peer: asio::thread_pool(2), the benchmark
 //                             thread posts tasks_per_batch counting callables.
+//   BM_urt_executor_post      urt::executor (urt/executor.hpp) on the same 2
+//                             workers: asio::post(ex, f) of the same callables.
+//   BM_asio_io_context_post   the second peer: one io_context run by 2 threads.
+//   BM_urt_external_spawn_io  BM_urt_external_spawn while each worker has a
+//                             socket read pending (Asio work outstanding, so
+//                             it polls its reactor at scheduling points), at
+//                             io_poll_interval 10 us (the default) and 0: what
+//                             worker-owned I/O costs short tasks.
+//
+// After the benchmarks, idle wake through an executor: the pool is left idle
+// for 2 ms, then t0, one asio::post, t1 on entry; t1 - t0 over 300 samples
+// per executor (urt::executor, asio::thread_pool, the io_context), taken in
+// turns, p50 and p99.
 //
 // Each iteration is one batch; it ends once every task of the batch has run.
 // The runtime (or pool) lives across iterations and across the library's
@@ -24,6 +37,9 @@
 #include <unistd.h>
 
 #include <benchmark/benchmark.h>
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
 #include <asio/post.hpp>
 #include <asio/thread_pool.hpp>
 
@@ -42,6 +58,7 @@
 #include <thread>
 #include <vector>
 
+#include "urt/executor.hpp"
 #include "urt/worker_set.hpp"
 #include "urt/priority.hpp"
 #include "urt/runtime.hpp"
@@ -205,7 +222,50 @@ std::unique_ptr<urt::runtime> g_local_rt;     // 1 worker
 std::unique_ptr<urt::runtime> g_external_rt;  // 2 workers
 std::unique_ptr<asio::thread_pool> g_pool;    // 2 threads
 
-enum class executor_kind { urt_local, urt_external, asio_pool };
+/// The second peer: one io_context, two threads running it.
+struct io_pool {
+  asio::io_context io{2};
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  std::thread a{[this] { io.run(); }};
+  std::thread b{[this] { io.run(); }};
+  ~io_pool() {
+    work.reset();
+    io.stop();
+    a.join();
+    b.join();
+  }
+};
+std::unique_ptr<io_pool> g_io;
+
+/// Each worker of a runtime with a socket read pending that never
+/// completes: Asio work is outstanding on every worker.
+struct pending_reads {
+  explicit pending_reads(urt::runtime& rt) {
+    for (unsigned w = 0; w < rt.worker_count(); ++w) {
+      const urt::executor ex = rt.executor({.affinity = urt::worker_set{w}});
+      acceptors.emplace_back(std::make_unique<urt::net::tcp_acceptor>(
+          ex, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)));
+      clients.emplace_back(std::make_unique<asio::ip::tcp::socket>(client_io));
+      clients.back()->connect(acceptors.back()->local_endpoint());
+      servers.emplace_back(std::make_unique<urt::net::tcp_socket>(acceptors.back()->accept()));
+      servers.back()->async_read_some(asio::buffer(buf), [](const std::error_code&, std::size_t) {});
+    }
+  }
+  ~pending_reads() {
+    for (auto& s : servers) s->close();  // the reads complete as aborted
+  }
+  asio::io_context client_io;
+  std::vector<std::unique_ptr<urt::net::tcp_acceptor>> acceptors;
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> clients;
+  std::vector<std::unique_ptr<urt::net::tcp_socket>> servers;
+  char buf[16]{};
+};
+
+std::unique_ptr<urt::runtime> g_io_rt;  // 2 workers, io_poll_interval set per benchmark
+std::unique_ptr<pending_reads> g_reads;
+std::chrono::nanoseconds g_io_rt_interval{-1};
+
+enum class executor_kind { urt_local, urt_external, asio_pool, asio_io, urt_io };
 
 void keep_only(executor_kind keep) {
   if (keep != executor_kind::urt_local) g_local_rt.reset();
@@ -214,13 +274,20 @@ void keep_only(executor_kind keep) {
     g_pool->join();
     g_pool.reset();
   }
+  if (keep != executor_kind::asio_io) g_io.reset();
+  if (keep != executor_kind::urt_io) {
+    g_reads.reset();
+    g_io_rt.reset();
+  }
 }
 
-urt::runtime& urt_runtime(std::unique_ptr<urt::runtime>& slot, const char* cpus) {
+urt::runtime& urt_runtime(std::unique_ptr<urt::runtime>& slot, const char* cpus,
+                          std::chrono::nanoseconds io_poll_interval = std::chrono::microseconds{10}) {
   if (!slot) {
     urt::runtime_options opts;
     opts.cpus = cpus;
     opts.idle_spin = std::chrono::microseconds{50};
+    opts.io_poll_interval = io_poll_interval;
     slot = std::make_unique<urt::runtime>(std::move(opts));
   }
   return *slot;
@@ -366,6 +433,84 @@ void BM_asio_thread_pool_post(benchmark::State& state) {
   report(state, allocs, "allocs/post");
 }
 
+void executor_batch(const urt::executor& ex) {
+  g_batch.reset();
+  for (std::uint64_t i = 0; i < tasks_per_batch; ++i) {
+    asio::post(ex, [] { g_batch.hit_shared(); });
+  }
+  g_batch.wait();
+}
+
+// NOLINTNEXTLINE(readability-identifier-naming): Google Benchmark naming
+void BM_urt_executor_post(benchmark::State& state) {
+  keep_only(executor_kind::urt_external);
+  urt::runtime& rt = primed_runtime(g_external_rt, "0-1");
+  const urt::executor ex = rt.executor(spec);
+  for (int i = 0; i < warmup_batches; ++i) executor_batch(ex);
+  const std::uint64_t completed_before = settled_completed(rt);
+  std::uint64_t allocs = 0;
+  for (auto _ : state) {
+    const std::uint64_t a0 = allocations();
+    executor_batch(ex);
+    allocs += allocations() - a0;
+  }
+  check_completed(state, rt, completed_before,
+                  static_cast<std::uint64_t>(state.iterations()) * tasks_per_batch);
+  report(state, allocs, "allocs/post");
+}
+
+void io_batch(asio::io_context& io) {
+  g_batch.reset();
+  for (std::uint64_t i = 0; i < tasks_per_batch; ++i) {
+    asio::post(io, [] { g_batch.hit_shared(); });
+  }
+  g_batch.wait();
+}
+
+// NOLINTNEXTLINE(readability-identifier-naming): Google Benchmark naming
+void BM_asio_io_context_post(benchmark::State& state) {
+  keep_only(executor_kind::asio_io);
+  if (!g_io) g_io = std::make_unique<io_pool>();
+  for (int i = 0; i < warmup_batches; ++i) io_batch(g_io->io);
+  std::uint64_t allocs = 0;
+  for (auto _ : state) {
+    const std::uint64_t a0 = allocations();
+    io_batch(g_io->io);
+    allocs += allocations() - a0;
+  }
+  report(state, allocs, "allocs/post");
+}
+
+void external_spawn_io(benchmark::State& state, std::chrono::nanoseconds interval) {
+  keep_only(executor_kind::urt_io);
+  if (g_io_rt_interval != interval) {
+    g_reads.reset();
+    g_io_rt.reset();
+    g_io_rt_interval = interval;
+  }
+  if (!g_io_rt) {
+    urt_runtime(g_io_rt, "0-1", interval);
+    prime_node_pool(*g_io_rt);
+  }
+  urt::runtime& rt = *g_io_rt;
+  if (!g_reads) g_reads = std::make_unique<pending_reads>(rt);
+  for (int i = 0; i < warmup_batches; ++i) external_batch(rt);
+  const std::uint64_t completed_before = settled_completed(rt);
+  const std::uint64_t polls_before = rt.stats().total().io_polls;
+  std::uint64_t allocs = 0;
+  for (auto _ : state) {
+    const std::uint64_t a0 = allocations();
+    external_batch(rt);
+    allocs += allocations() - a0;
+  }
+  check_completed(state, rt, completed_before,
+                  static_cast<std::uint64_t>(state.iterations()) * tasks_per_batch);
+  const auto tasks = static_cast<double>(static_cast<std::uint64_t>(state.iterations()) * tasks_per_batch);
+  state.counters["polls/task"] =
+      benchmark::Counter(static_cast<double>(rt.stats().total().io_polls - polls_before) / tasks);
+  report(state, allocs, "allocs/spawn");
+}
+
 // Three threads share two cores in the external benchmarks, so single runs
 // scatter widely: each benchmark is repeated and the summary uses medians.
 // The external pair is interleaved (urt, asio, urt, asio, ...) so that a
@@ -383,6 +528,23 @@ void register_benchmarks() {
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("BM_asio_thread_pool_post", BM_asio_thread_pool_post)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_urt_executor_post", BM_urt_executor_post)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_asio_io_context_post", BM_asio_io_context_post)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_urt_external_spawn_io_10us",
+                                 [](benchmark::State& st) {
+                                   external_spawn_io(st, std::chrono::microseconds{10});
+                                 })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(
+        "BM_urt_external_spawn_io_0",
+        [](benchmark::State& st) { external_spawn_io(st, std::chrono::nanoseconds{0}); })
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }
@@ -454,6 +616,59 @@ std::string allocs_text(const figures* f) {
 
 }  // namespace
 
+// Idle wake through an executor (see the top of the file).
+struct wake_figures {
+  std::vector<std::int64_t> ns;
+  [[nodiscard]] std::int64_t pct(double p) {
+    std::sort(ns.begin(), ns.end());
+    return ns.empty() ? 0 : ns[static_cast<std::size_t>(p * static_cast<double>(ns.size() - 1))];
+  }
+};
+
+template <class Executor>
+std::int64_t wake_sample(const Executor& ex) {
+  std::atomic<std::int64_t> t1{0};
+  std::this_thread::sleep_for(std::chrono::milliseconds{2});
+  const auto t0 = std::chrono::steady_clock::now();
+  asio::post(ex, [&t1] {
+    t1.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_release);
+    t1.notify_one();
+  });
+  while (t1.load(std::memory_order_acquire) == 0) t1.wait(0, std::memory_order_acquire);
+  return t1.load(std::memory_order_relaxed) - t0.time_since_epoch().count();
+}
+
+void idle_wake(int samples) {
+  keep_only(executor_kind::urt_local);  // tear the benchmarks' executors down
+  g_local_rt.reset();
+  urt::runtime rt([] {
+    urt::runtime_options o;
+    o.cpus = "0-1";
+    o.idle_spin = std::chrono::microseconds{50};
+    return o;
+  }());
+  const urt::executor ex = rt.executor({.priority = 90});
+  asio::thread_pool pool(2);
+  io_pool io;
+  wake_figures u, p, c;
+  for (int i = 0; i < samples; ++i) {
+    u.ns.push_back(wake_sample(ex));
+    p.ns.push_back(wake_sample(pool.get_executor()));
+    c.ns.push_back(wake_sample(io.io.get_executor()));
+  }
+  pool.join();
+  std::printf("idle wake through an executor (%d samples each, ns): p50 / p99\n", samples);
+  const double up50 = static_cast<double>(u.pct(0.5));
+  for (auto [name, f] : {std::pair<const char*, wake_figures*>{"urt::executor", &u},
+                         {"asio::thread_pool", &p},
+                         {"io_context x2", &c}}) {
+    const std::int64_t p50 = f->pct(0.5);
+    std::printf("  %-18s %8lld / %8lld   urt p50 / this p50 = %.2f\n", name,
+                static_cast<long long>(p50), static_cast<long long>(f->pct(0.99)),
+                p50 > 0 ? up50 / static_cast<double>(p50) : 0.0);
+  }
+}
+
 int main(int argc, char** argv) {
   register_benchmarks();
   benchmark::Initialize(&argc, argv);
@@ -489,5 +704,27 @@ int main(int argc, char** argv) {
               allocs_text(local).c_str(), allocs_text(external).c_str());
   std::printf("allocations per post in steady state: asio::thread_pool=%s\n",
               allocs_text(peer).c_str());
+
+  const figures* ex = reporter.find("BM_urt_executor_post");
+  const figures* io = reporter.find("BM_asio_io_context_post");
+  const auto ratio_text = [](const figures* a, const figures* b) {
+    if (a == nullptr || b == nullptr || b->items_per_second() <= 0) return std::string("n/a");
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", a->items_per_second() / b->items_per_second());
+    return std::string(text);
+  };
+  std::printf("urt::executor post throughput ratio: /asio::thread_pool = %s, /io_context x2 = %s "
+              "(target >= 2 against asio::thread_pool)\n",
+              ratio_text(ex, peer).c_str(), ratio_text(ex, io).c_str());
+  std::printf("allocations per post in steady state: urt::executor=%s io_context=%s\n",
+              allocs_text(ex).c_str(), allocs_text(io).c_str());
+  const figures* io10 = reporter.find("BM_urt_external_spawn_io_10us");
+  const figures* io0 = reporter.find("BM_urt_external_spawn_io_0");
+  std::printf("external spawn with a socket read pending on each worker, throughput / without: "
+              "io_poll_interval 10us = %s, 0 = %s\n",
+              ratio_text(io10, external).c_str(), ratio_text(io0, external).c_str());
+  if (const char* n = std::getenv("URT_WAKE_SAMPLES"); n == nullptr || std::atoi(n) > 0) {
+    idle_wake(n == nullptr ? 300 : std::atoi(n));
+  }
   return 0;
 }

@@ -1,3 +1,8 @@
+// urt/executor.hpp (Asio, then urt/runtime.hpp) before any standard header:
+// <asio/detail/config.hpp> picks asio::aligned_new's allocator by whether a
+// libstdc++ header came first, and every urt translation unit includes Asio
+// first, so the library holds one definition of it (DESIGN.md, Asio's traps).
+#include "urt/executor.hpp"
 #include "urt/runtime.hpp"
 
 #include <sched.h>
@@ -15,7 +20,6 @@
 #include "bandwidth_table.hpp"
 #include "cid.hpp"
 #include "current.hpp"
-#include "urt/executor.hpp"
 #include "messages.hpp"
 #include "migrator.hpp"
 #include "node_pool.hpp"

@@ -6,8 +6,8 @@
 // socket, in strict priority order with the worker's other tasks, and a
 // long task's preempt points see them; use_future, yield, equality and
 // every bad input. Ordered by events, never by time.
-#include <doctest/doctest.h>
-
+// Asio before doctest and the standard headers, as in the library's own
+// files (runtime/runtime.cpp says why).
 #include <asio/bind_executor.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/connect.hpp>
@@ -17,6 +17,7 @@
 #include <asio/read.hpp>
 #include <asio/use_future.hpp>
 #include <asio/write.hpp>
+#include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>
