@@ -225,11 +225,12 @@ void worker::enqueue(task_node* node) noexcept {
   }
 }
 
-void worker::poll_io() noexcept {
+std::size_t worker::poll_io() noexcept {
   try {
-    io_poll_.at_scheduling_point();
+    return io_poll_.at_scheduling_point();
   } catch (...) {
     handle_exception(std::current_exception());
+    return 1;  // a completion ran (its spawn failed)
   }
 }
 
@@ -436,10 +437,12 @@ void worker::idle(run_state seen) {
   if (plan.pulled) return;  // look at what it pulled
   const task_node* first_timer = timers_.top();
   // The idle spin polls the reactor too (parked, the worker waits in it).
-  const auto work = [this] {
-    poll_io();
-    return work_pending();
-  };
+  // A completion taken in here spawns its handler on this worker outside a
+  // task, which enqueues it straight into the run queue (submit_local):
+  // work_pending() does not look there, so a poll that ran a handler ends
+  // the idle spin by itself. Otherwise the worker parked with the task
+  // queued and slept until something else woke it.
+  const auto work = [this] { return poll_io() > 0 || work_pending(); };
   // Acquire: pairs with stop()'s store of the state.
   const auto state_changed = [&] { return shared_.state.load(std::memory_order_acquire) != seen; };
   // Holding FIFO back with nothing else to run (strict): wake when the

@@ -175,8 +175,9 @@ class worker {
   void idle(run_state seen);
   // Owner, at a scheduling point outside the queue lock: the reactor poll
   // io_poller decides on; an exception from a completion (a spawn that
-  // could not allocate) goes to the task exception handler.
-  void poll_io() noexcept;
+  // could not allocate) goes to the task exception handler. Returns the
+  // completions it ran (a failed one counts).
+  std::size_t poll_io() noexcept;
   void handle_exception(const std::exception_ptr& error) noexcept;
   void publish_load_hint() noexcept;
 
