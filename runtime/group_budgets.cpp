@@ -48,11 +48,15 @@ bool group_budgets::allowed(const task_node& node) const noexcept {
 }
 
 void group_budgets::picked(const task_node* node) noexcept {
-  const unsigned now_running =
-      node != nullptr && node->priority != priority_normal ? node->group : max_groups;
+  // Each budget charges the time from now on to the class of what runs, as
+  // far as its own group goes: the group's FIFO task (charged against its
+  // budget), the group's normal task (counted, never held; a server slice
+  // while the group's FIFO is held), or anything else (idle, for it).
+  const unsigned now_running = node != nullptr ? node->group : max_groups;
+  const run_class own =
+      node != nullptr && node->priority == priority_normal ? run_class::normal : run_class::fifo;
   for (const unsigned g : budgeted_) {
-    budgets_[g].load(std::memory_order_relaxed)
-        ->picked(g == now_running ? run_class::fifo : run_class::idle);
+    budgets_[g].load(std::memory_order_relaxed)->picked(g == now_running ? own : run_class::idle);
   }
 }
 

@@ -530,8 +530,12 @@ void worker::add_group_stats(unsigned g, group_stats& out) const noexcept {
   const bandwidth::counters* c = groups_.counters(g);
   if (c == nullptr) return;
   out.fifo_ns += c->fifo_ns.load(std::memory_order_relaxed);
+  out.normal_ns += c->normal_ns.load(std::memory_order_relaxed);
   out.throttle_events += c->throttle_events.load(std::memory_order_relaxed);
   out.throttled_ns += c->throttled_ns.load(std::memory_order_relaxed);
+  out.server_slices += c->server_slices.load(std::memory_order_relaxed);
+  out.overrun_ns += c->overrun_ns.load(std::memory_order_relaxed);
+  out.overrun_events += c->overrun_events.load(std::memory_order_relaxed);
 }
 
 worker* worker::current_in(const void* owner) noexcept {

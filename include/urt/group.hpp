@@ -61,9 +61,18 @@ struct group_stats {
   unsigned id = 0;
   std::string name;
   std::optional<group_budget> budget;
-  std::uint64_t fifo_ns = 0;          ///< its FIFO tasks ran this long (where it has a budget)
+  // Its budget (group_options::budget), summed over the workers. A group's
+  // time is measured only while it has a budget: a worker reads the clock at
+  // a scheduling point only where a budget can change the pick, so a group
+  // without one costs nothing and shows 0 here (worker_stats has the
+  // runtime-wide split).
+  std::uint64_t fifo_ns = 0;          ///< its FIFO tasks ran this long
+  std::uint64_t normal_ns = 0;        ///< its normal tasks (priority 0) ran this long
   std::uint64_t throttle_events = 0;  ///< times its FIFO tasks were held back on a worker
   std::uint64_t throttled_ns = 0;     ///< time they were held back, summed over workers
+  std::uint64_t server_slices = 0;    ///< its normal tasks picked while its FIFO was held
+  std::uint64_t overrun_ns = 0;       ///< FIFO time past its budget by tasks picked inside it
+  std::uint64_t overrun_events = 0;   ///< its tasks that ran past its budget
 
   // Concurrency IDs (this_task::cid(), runtime_options::cid_mode).
   std::uint64_t cids_allocated = 0;   ///< IDs taken from the group's free pool
