@@ -93,6 +93,58 @@ TEST_CASE("bandwidth_live: deferred gives a starving normal class its share next
   CHECK(s.server_slices > 0);
 }
 
+TEST_CASE("bandwidth_live: per worker, every window of 10 periods gives normal work its share "
+          "and the accounted time follows wall time") {
+  // Two workers, each with a FIFO hog and a normal chain of its own; the
+  // main thread samples both workers' counters every 10 periods.
+  urt::runtime_options o = one_worker(urt::throttle_mode::deferred);
+  o.topology = urt::topology_source::synthetic("l3:2 core:1 pu:1");
+  urt::runtime rt(o);
+  std::vector<std::unique_ptr<chain>> chains;
+  for (unsigned w = 0; w < 2; ++w) {
+    chains.push_back(std::unique_ptr<chain>(
+        new chain{rt, urt::priority_normal, 500us, {}, urt::worker_set{w}}));
+    chains.push_back(std::unique_ptr<chain>(new chain{rt, 50, 1ms, {}, urt::worker_set{w}}));
+  }
+  for (auto& c : chains) c->start();
+  for (auto& c : chains) c->wait_runs(5);  // both classes running on both workers
+  const auto window = 10 * o.bandwidth.period;
+  constexpr int windows = 4;
+  std::vector<urt::runtime_stats> samples{rt.stats()};
+  std::vector<urt::clock::time_point> at{urt::clock::now()};
+  for (int i = 0; i < windows; ++i) {
+    std::this_thread::sleep_for(window);
+    at.push_back(urt::clock::now());
+    samples.push_back(rt.stats());
+  }
+  for (auto& c : chains) c->stop = true;
+  rt.stop();
+  for (unsigned w = 0; w < 2; ++w) {
+    for (int i = 0; i < windows; ++i) {
+      const urt::worker_stats& a = samples[i].workers[w];
+      const urt::worker_stats& b = samples[i + 1].workers[w];
+      const std::uint64_t fifo = b.fifo_ns - a.fifo_ns;
+      const std::uint64_t normal = b.normal_ns - a.normal_ns;
+      const std::uint64_t idle = b.idle_ns - a.idle_ns;
+      const auto wall = static_cast<std::uint64_t>((at[i + 1] - at[i]).count());
+      CAPTURE(w);
+      CAPTURE(i);
+      CAPTURE(fifo);
+      CAPTURE(normal);
+      CAPTURE(idle);
+      CAPTURE(wall);
+      // Configured: half of every period while both classes wait.
+      CHECK(share(normal, fifo + normal + idle) >= 0.35);
+      CHECK(share(fifo, fifo + normal + idle) >= 0.35);
+      // Time is charged at scheduling points, so a sample misses at most
+      // the stretch since the worker's last one (a slice, or longer where
+      // the OS preempted it): the windows' accounted time follows wall time.
+      CHECK(share(fifo + normal + idle, wall) >= 0.75);
+      CHECK(share(fifo + normal + idle, wall) <= 1.25);
+    }
+  }
+}
+
 TEST_CASE("bandwidth_live: deferred never holds a FIFO hog back when no normal work waits") {
   urt::runtime rt(one_worker(urt::throttle_mode::deferred));
   chain hog{rt, 50, 1ms};

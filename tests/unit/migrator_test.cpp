@@ -153,6 +153,44 @@ TEST_CASE("migrator: a push respects the affinity and never targets a stopped wo
   mc.check_published();
 }
 
+TEST_CASE("migrator: a worker holding FIFO back (its budget spent) sheds its FIFO tasks and takes none") {
+  machine mc(urt_test::flat_n(3));
+  mc.run(0, cpupri::level_idle);
+  mc.run(1, cpupri::level_idle);
+  mc.run(2, 30);
+  task_node* a = mc.make(40);
+  task_node* b = mc.make(35);
+  mc.enqueue(0, a);
+  mc.enqueue(0, b);
+  // Worker 0's budget is spent: it shows the top level (bandwidth.hpp), so
+  // its queued FIFO tasks look like a backlog behind a task of priority 99.
+  mc.q(0).fifo_held = true;
+  mc.m->publish(0);
+  mc.check_published();
+  CHECK(mc.q(0).current() == urt::priority_max);
+  // Pulled by worker 2, whose own level (30) is below the 40, as from any
+  // overloaded worker...
+  CHECK(mc.m->pull_from(2, 0));
+  CHECK(a->queued_on == 2);
+  // ... and pushed to the idle worker 1.
+  CHECK(mc.m->push_one(0, 0) == 1);
+  CHECK(b->queued_on == 1);
+  CHECK(mc.q(0).rq.empty());
+  // Nothing FIFO is pushed into the held worker meanwhile, though it is idle.
+  task_node* c = mc.make(50);
+  mc.enqueue(2, c);
+  mc.run(1, 60);
+  mc.run(2, 70);
+  CHECK(mc.m->push_one(2, 0) == none);
+  CHECK(c->queued_on == 2);
+  // The period ends: it shows its own level again and takes pushes.
+  mc.q(0).fifo_held = false;
+  mc.m->publish(0);
+  CHECK(mc.m->push_one(2, 0) == 0);
+  CHECK(c->queued_on == 0);
+  mc.check_published();
+}
+
 TEST_CASE("migrator: pull takes only a task more urgent than the puller's own next one") {
   machine mc(urt_test::flat_n(3));
   mc.run(0, 80);
