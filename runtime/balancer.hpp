@@ -104,6 +104,11 @@ class balancer {
   /// (push, then send the token on).
   void serve_token() noexcept;
 
+  /// No lock held: one pull from `source`, counted as a pull (an idle
+  /// worker after taking a stuck worker's inbox in: stranded.hpp). True
+  /// when it moved a task here.
+  bool pull_from(unsigned source) noexcept { return pull_one(source); }
+
   /// What an idle worker does about migration before it parks.
   struct idle_plan {
     bool pulled = false;  // it took over a stuck hop and pulled: look again instead of parking

@@ -16,10 +16,15 @@
 // returned before a local one at the same level runs before it.
 //
 // Concurrency (the wfcqueue model: any number of enqueuers, one dequeuer):
-//   | may run with ->  | push (any thread) | take (owner) | pending (any) |
-//   |------------------|-------------------|--------------|---------------|
-//   | push             | yes               | yes          | yes           |
-//   | take             | yes               | owner only   | yes           |
+//   | may run with ->  | push (any thread) | take (lock holder) | pending (any) |
+//   |------------------|-------------------|--------------------|---------------|
+//   | push             | yes               | yes                | yes           |
+//   | take             | yes               | no                 | yes           |
+// "take" is every member that moves nodes out (take, take_level_all,
+// take_untimed). Its callers hold the owner's queue lock (rt_queue), which
+// makes them one dequeuer at a time and orders the private lists between
+// them: the owner at its scheduling points, or a peer taking the inbox of
+// a worker that reaches none in for it (take_untimed, stranded.hpp).
 // push() is wait-free and publishes everything written to the node before
 // it (the enqueue is a full barrier; take's dequeue depends on its loads).
 // take() uses only the non-blocking wfcqueue calls: the blocking ones wait
@@ -46,6 +51,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "task_node.hpp"
 #include "urt/priority.hpp"
@@ -128,6 +134,20 @@ class inbox {
     return take_level(level, unlimited, f);
   }
 
+  /// A peer holding the owner's queue lock, for a worker that reaches no
+  /// scheduling point (stranded.hpp): every node whose enqueue has
+  /// completed, most urgent level first, FIFO within a level, stopping in
+  /// each level before its first timed node (only the owner may put those
+  /// in its timer queue). Returns how many.
+  template <class F>
+  std::size_t take_untimed(F&& f) noexcept {
+    std::size_t taken = 0;
+    for (int level = top(); level >= 0; level = top_below(level)) {
+      taken += take_level(level, unlimited, f, [](const task_node& n) { return !n.timed; });
+    }
+    return taken;
+  }
+
   /// Any thread: whether a node may be queued, or its enqueue is in flight
   /// (the step that follows takes it once it is linked). A pusher between
   /// its enqueue and its bit is covered by the ring that follows its push.
@@ -168,9 +188,13 @@ class inbox {
     cds_wfcq_tail spliced_tail{};
   };
 
-  // At most `limit` nodes of `level`; clears its bit when the level is empty.
-  template <class F>
-  std::size_t take_level(int level, std::size_t limit, F& f) noexcept {
+  // At most `limit` nodes of `level`, stopping before the first node that
+  // `accept` refuses; clears its bit when the level is empty.
+  struct accept_all {
+    bool operator()(const task_node&) const noexcept { return true; }
+  };
+  template <class F, class Accept = accept_all>
+  std::size_t take_level(int level, std::size_t limit, F& f, Accept accept = {}) noexcept {
     level_queue& q = levels_[static_cast<unsigned>(level)];
     std::size_t taken = 0;
     for (;;) {
@@ -183,6 +207,15 @@ class inbox {
                                       __cds_wfcq_head_cast(&q.head), &q.tail);
       }
       if (taken == limit) return taken;  // the level keeps its bit
+      // The private list's first node is complete (the splice or the
+      // previous dequeue linked it): look before taking it.
+      if constexpr (!std::is_same_v<Accept, accept_all>) {
+        cds_wfcq_node* first =
+            __cds_wfcq_first_nonblocking(__cds_wfcq_head_cast(&q.spliced_head), &q.spliced_tail);
+        if (first != nullptr && first != would_block() && !accept(*task_node::from_inbox(first))) {
+          return taken;  // the level keeps its bit
+        }
+      }
       cds_wfcq_node* link =
           __cds_wfcq_dequeue_nonblocking(__cds_wfcq_head_cast(&q.spliced_head), &q.spliced_tail);
       if (link == nullptr) continue;     // the private list ran dry: refill

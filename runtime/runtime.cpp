@@ -49,6 +49,17 @@ class worker_bells final : public detail::peer_bells {
   const std::vector<std::unique_ptr<worker>>& workers_;
 };
 
+// The idle workers' way to take a stuck worker's inbox in (stranded.hpp).
+class worker_inboxes final : public detail::stranded_peers {
+ public:
+  explicit worker_inboxes(const std::vector<std::unique_ptr<worker>>& workers)
+      : workers_(workers) {}
+  std::size_t take_in(unsigned w) noexcept override { return workers_[w]->take_in_for_peer(); }
+
+ private:
+  const std::vector<std::unique_ptr<worker>>& workers_;
+};
+
 }  // namespace
 
 struct runtime::impl {
@@ -68,9 +79,11 @@ struct runtime::impl {
   // Outlives the workers, which read it until they exit.
   std::unique_ptr<detail::bandwidth_table> bandwidth_params;
   std::unique_ptr<detail::cid_table> cids;  // outlives the workers too
+  std::unique_ptr<detail::stranded_marks> strand;  // outlives the workers too
   detail::runtime_shared shared;
   std::vector<std::unique_ptr<worker>> workers;
   worker_bells bells{workers};
+  worker_inboxes strand_peers{workers};
   // By worker id, for the migrator: sized before the workers exist (the
   // migrator keeps a span over it), filled in as they are made.
   std::vector<detail::rt_queue*> queues;
@@ -132,6 +145,9 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
   shared.migrate = migrate.get();
   shared.token = &token;
   shared.bells = &bells;
+  strand = std::make_unique<detail::stranded_marks>(static_cast<unsigned>(n));
+  shared.strand = strand.get();
+  shared.strand_peers = &strand_peers;
   shared.bandwidth_params = bandwidth_params.get();
   shared.cids = cids.get();
   shared.owner = this;

@@ -20,6 +20,8 @@ class overload_mask;
 class migrator;
 class push_token;
 class peer_bells;
+class stranded_marks;
+class stranded_peers;
 class bandwidth_table;
 class cid_table;
 
@@ -44,6 +46,8 @@ struct runtime_shared {
   migrator* migrate = nullptr;
   push_token* token = nullptr;
   peer_bells* bells = nullptr;  // whom a push or a token hop rings, by worker id
+  stranded_marks* strand = nullptr;  // workers with remote spawns while busy (stranded.hpp)
+  stranded_peers* strand_peers = nullptr;  // takes a stuck worker's inbox in, by worker id
   bandwidth_table* bandwidth_params = nullptr;  // live bandwidth parameters (QSBR)
   cid_table* cids = nullptr;  // each group's concurrency-ID space (cid.hpp)
   const void* owner = nullptr;  // identifies the runtime for worker::current_in()

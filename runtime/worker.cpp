@@ -31,7 +31,8 @@ worker::worker(runtime_shared& shared, unsigned id)
                                        static_cast<unsigned>(shared.topo->worker_count())},
                 q_, counters_),
       bandwidth_(shared.options->bandwidth, clock::now()),
-      cids_(*shared.cids, id) {}
+      cids_(*shared.cids, id),
+      strand_watch_(id, shared.options->ipi_timeout) {}
 
 worker::~worker() {
   if (thread_.joinable()) thread_.join();
@@ -118,6 +119,7 @@ task_node* worker::step(run_state seen) noexcept {
   q_.running = cpupri::level_idle;  // the previous task (if any) is done
   q_.moved_in.store(false, std::memory_order_relaxed);  // we look now
   drain_inbox();
+  shared_.strand->point(id_, [this] { return inbox_.pending(); });
   if (seen != run_state::running && !series_ended_) end_periodic_series();
   if (seen == run_state::cancelling) cancel_queued();
   release_due();
@@ -240,6 +242,7 @@ bool worker::preempt_point() noexcept {
   if (shared_.state.load(std::memory_order_relaxed) == run_state::running) poll_io();
   q_.lock.lock();
   drain_inbox();
+  shared_.strand->point(id_, [this] { return inbox_.pending(); });
   release_due();
   shared_.migrate->publish(id_);
   // Between steps only a move out of our queue lowers us (rt_queue::lowered).
@@ -335,7 +338,32 @@ bool worker::submit_remote(task_node* node) noexcept {
   // A full ring(), fence included: the owner may park while this enqueue's
   // link store is still pending (drain_inbox() cannot see the node yet), so
   // the store must be ordered before the load of the parking flag.
-  return parker_.ring();
+  const bool rang = parker_.ring();
+  // Not parked: it takes the node in at its next scheduling point, unless
+  // its task never reaches one; mark it for the idle workers' watch. After
+  // the ring: its fence orders the push before the mark's load
+  // (stranded.hpp).
+  if (!rang) shared_.strand->mark(id_);
+  return rang;
+}
+
+std::size_t worker::take_in_for_peer() noexcept {
+  q_.lock_remote();
+  std::size_t moved = 0;
+  // Relaxed: a stale state moves nodes that stop() will drain or cancel
+  // from the run queue as it would from the inbox.
+  if (q_.running != cpupri::level_invalid &&
+      shared_.state.load(std::memory_order_relaxed) == run_state::running) {
+    // FIFO within a level is kept: the nodes go to the tails of their
+    // levels, behind what the owner took in before.
+    moved = inbox_.take_untimed([this](task_node* node) { q_.enqueue(node, id_); });
+    if (moved > 0) {
+      shared_.migrate->publish(id_);
+      q_.moved_in.store(true, std::memory_order_relaxed);  // the owner looks at its next step
+    }
+  }
+  q_.lock.unlock();
+  return moved;
 }
 
 void worker::submit_local(task_node* node) noexcept {
@@ -435,6 +463,20 @@ void worker::idle(run_state seen) {
   }
   const balancer::idle_plan plan = balancer_.before_idle();
   if (plan.pulled) return;  // look at what it pulled
+  // A worker stuck in one task with remote spawns in its inbox: take them
+  // into its run queue once it has reached no scheduling point for
+  // ipi_timeout, and pull one (stranded.hpp). Not under none, where
+  // nothing moves tasks between workers.
+  clock::time_point strand_check = clock::time_point::max();
+  if (balancer_.acts_on_lowering()) {
+    const stranded_watch::plan watch = strand_watch_.before_idle(*shared_.strand, clock::now());
+    if (watch.take_over != stranded_marks::none &&
+        shared_.strand_peers->take_in(watch.take_over) > 0) {
+      worker_counters::bump_relaxed(counters_.take_overs);
+      if (balancer_.pull_from(watch.take_over)) return;  // look at what it pulled
+    }
+    strand_check = watch.check;
+  }
   const task_node* first_timer = timers_.top();
   // The idle spin polls the reactor too (parked, the worker waits in it).
   // A completion taken in here spawns its handler on this worker outside a
@@ -447,7 +489,7 @@ void worker::idle(run_state seen) {
   const auto state_changed = [&] { return shared_.state.load(std::memory_order_acquire) != seen; };
   // Holding FIFO back with nothing else to run (strict): wake when the
   // period ends and FIFO may run again.
-  clock::time_point wake_at = plan.token_check;
+  clock::time_point wake_at = std::min(plan.token_check, strand_check);
   if (bandwidth_.active() && bandwidth_.holding()) wake_at = std::min(wake_at, bandwidth_.period_end());
   // Held groups' tasks wait for their periods to end.
   if (groups_.any_held()) wake_at = std::min(wake_at, groups_.next_end());
@@ -506,6 +548,7 @@ worker_stats worker::stats() const noexcept {
   s.pulls = get(c.pulls);
   s.token_hops = get(c.token_hops);
   s.fallbacks = get(c.fallbacks);
+  s.take_overs = get(c.take_overs);
   s.migrated_in = get(q_.migrated_in);
   s.migrated_out = get(q_.migrated_out);
   s.remote_locks = get(q_.remote_locks);

@@ -10,6 +10,8 @@
 //   - io_poller (io_poller.hpp): worker-owned I/O: when the worker polls
 //     its reactor at a scheduling point (before the step, in
 //     preempt_point(), while spinning idle);
+//   - stranded (stranded.hpp): an idle worker's watch over workers that
+//     reach no scheduling point with remote spawns in their inbox;
 //   - the next mechanisms plug in the same way: a module with its own
 //     state, called from step() at the marked hooks (before a task is
 //     picked, after the pick, after it ran), never new members here.
@@ -19,6 +21,8 @@
 //     with everything. The inbox is a wfcqueue: enqueue is wait-free and
 //     excludes nothing.
 //   - submit_local(): only on the worker's own thread (from inside a task).
+//   - take_in_for_peer(): another worker's thread, under this worker's
+//     queue lock (which every taker of the inbox holds: inbox.hpp).
 //   - the rt_queue (run queue, pushable list, running level): under its
 //     lock, taken by the owner for each scheduling step and by other
 //     workers for a push or pull (migrator.hpp).
@@ -46,6 +50,7 @@
 #include "parker.hpp"
 #include "rt_queue.hpp"
 #include "runtime_shared.hpp"
+#include "stranded.hpp"
 #include "task_node.hpp"
 #include "timer_queue.hpp"
 #include "worker_counters.hpp"
@@ -75,6 +80,12 @@ class worker {
   /// Any thread: queues a node this worker will see at its next scheduling
   /// point, and rings its doorbell if it is parking; true when it rang.
   bool submit_remote(task_node* node) noexcept;
+  /// Another worker, when this one has reached no scheduling point for
+  /// ipi_timeout with remote spawns in its inbox (stranded.hpp): under this
+  /// worker's queue lock, moves the inbox's untimed nodes into its run
+  /// queue, where pulls and pushes see them, and publishes its level.
+  /// Returns how many it moved (0 once stop() began).
+  std::size_t take_in_for_peer() noexcept;
   /// Owner only: one of its tasks rang another worker's doorbell.
   void count_doorbell_sent() noexcept { worker_counters::bump_relaxed(counters_.doorbells_sent); }
   /// Owner only: queues a node directly into the run queue (or, when timed,
@@ -204,6 +215,7 @@ class worker {
   bandwidth bandwidth_;
   group_budgets groups_;
   cid_user cids_;
+  stranded_watch strand_watch_;
   std::uint64_t bandwidth_version_ = 0;  // the parameter block bandwidth_ follows
   timer_queue timers_;
   bool series_ended_ = false;  // periodic series ended once stop() began

@@ -23,6 +23,8 @@ struct worker_stats {
   std::uint64_t pulls = 0;           ///< tasks it pulled from overloaded workers
   std::uint64_t token_hops = 0;      ///< push-token hops it sent
   std::uint64_t fallbacks = 0;       ///< stuck token hops it took over (ipi_timeout)
+  /// inboxes of workers stuck past ipi_timeout that it took in for them
+  std::uint64_t take_overs = 0;
   std::uint64_t migrated_in = 0;     ///< tasks moved into its queue by a push or pull
   std::uint64_t migrated_out = 0;    ///< tasks moved out of its queue
   std::uint64_t remote_locks = 0;    ///< times other workers locked its queue
@@ -61,6 +63,7 @@ struct worker_stats {
     pulls += o.pulls;
     token_hops += o.token_hops;
     fallbacks += o.fallbacks;
+    take_overs += o.take_overs;
     migrated_in += o.migrated_in;
     migrated_out += o.migrated_out;
     remote_locks += o.remote_locks;
