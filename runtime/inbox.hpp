@@ -212,8 +212,12 @@ class inbox {
       if constexpr (!std::is_same_v<Accept, accept_all>) {
         cds_wfcq_node* first =
             __cds_wfcq_first_nonblocking(__cds_wfcq_head_cast(&q.spliced_head), &q.spliced_tail);
-        if (first != nullptr && first != would_block() && !accept(*task_node::from_inbox(first))) {
-          return taken;  // the level keeps its bit
+        if (first != nullptr && first != would_block()) {
+          task_node* next = task_node::from_inbox(first);
+#if defined(__SANITIZE_THREAD__)
+          __tsan_acquire(next);  // pairs with push(), as the dequeue below does
+#endif
+          if (!accept(*next)) return taken;  // the level keeps its bit
         }
       }
       cds_wfcq_node* link =
