@@ -103,6 +103,7 @@ void part_a(const perf_counter* counter) {
   bool step_ok = true;
   std::vector<double> per_worker;
   std::vector<double> pass_us;
+  std::vector<double> pass_instr;  // NaN where not counted
   for (const unsigned workers : {128U, 256U, 1024U}) {
     for (const unsigned batch : {8U, 16U, 32U}) {
       const sample rec = pass_cost(workers, batch, state::reclaiming, counter);
@@ -112,12 +113,19 @@ void part_a(const perf_counter* counter) {
         step_ok = step_ok && rec.ns <= 1000 && scan.ns <= 1000;
         per_worker.push_back(rec.ns / 16);  // a pass, per worker visited
         pass_us.push_back(rec.ns * ((workers + 15) / 16) / 1000);
+        pass_instr.push_back(rec.instr * ((workers + 15) / 16));
       }
     }
   }
   std::printf("    full pass (batch 16, reclaiming): 128: %.2f us, 256: %.2f us, 1024: %.2f us;\n"
               "    per worker visited: %.1f, %.1f, %.1f ns\n",
               pass_us[0], pass_us[1], pass_us[2], per_worker[0], per_worker[1], per_worker[2]);
+  if (!std::isnan(pass_instr[0])) {
+    std::printf("    full pass instructions: 128: %.0f, 256: %.0f, 1024: %.0f; per worker visited: "
+                "%.1f, %.1f, %.1f\n",
+                pass_instr[0], pass_instr[1], pass_instr[2], pass_instr[0] / 128,
+                pass_instr[1] / 256, pass_instr[2] / 1024);
+  }
   if (g_mode == count_mode::callgrind) {
     std::printf("    (timings under valgrind say nothing: no verdicts)\n\n");
     return;
