@@ -231,6 +231,8 @@ TEST_CASE("cpupri: every layout matches the reference on random operations") {
           CAPTURE(static_cast<int>(m->layout()));
           const unsigned got = m->find(prio, any ? nullptr : &affinity, from, last, rotation);
           REQUIRE(got == want);
+          // per_llc_bytes' portable scan, which find() uses without SSE2.
+          REQUIRE(m->find_portable(prio, any ? nullptr : &affinity, from, last, rotation) == want);
         }
       }
     }
