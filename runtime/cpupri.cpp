@@ -1,5 +1,9 @@
 #include "cpupri.hpp"
 
+#if URT_CPUPRI_SSE2
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -54,7 +58,21 @@ cpupri::cpupri(cpupri_layout layout, std::span<const worker_place> workers)
     return out;
   };
   for (const range& r : runs([](const worker_place& p) { return p.llc; }, "LLC")) {
-    groups_.push_back(group{r, workers_[r.first].numa, {}});
+    group g;
+    g.workers = r;
+    g.numa = workers_[r.first].numa;
+    groups_.push_back(std::move(g));
+  }
+  // Each NUMA node's groups: a contiguous range (group numa ids never
+  // decrease, since both are contiguous id ranges in worker order).
+  for (unsigned gi = 0; gi < groups_.size();) {
+    unsigned end = gi;
+    while (end < groups_.size() && groups_[end].numa == groups_[gi].numa) ++end;
+    for (unsigned k = gi; k < end; ++k) {
+      groups_[k].numa_first = gi;
+      groups_[k].numa_end = end;
+    }
+    gi = end;
   }
   std::vector<range> shard_ranges;
   switch (layout) {
@@ -94,6 +112,12 @@ cpupri::cpupri(cpupri_layout layout, std::span<const worker_place> workers)
       const shard& s = shards_[shard_of_[w]];
       const unsigned local = w - s.workers.first;
       byte_of_[w] = &byte_lines_[s.base + local / line_bytes].bytes[local % line_bytes];
+    }
+    // Shards are the LLCs, in the same order.
+    spans_ = std::make_unique<byte_span[]>(groups_.size());
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      spans_[g] = byte_span{byte_lines_[shards_[g].base].bytes, groups_[g].workers.first,
+                            groups_[g].workers.count};
     }
   } else {
     lines_ = std::make_unique<line[]>(total);
@@ -230,7 +254,10 @@ unsigned cpupri::preference_order(unsigned home, unsigned* out) const noexcept {
 unsigned cpupri::find(priority_t priority, const worker_set* affinity, unsigned from,
                       unsigned last, unsigned rotation) const noexcept {
   if (!is_valid_priority(priority)) return none;
-  if (layout_ == cpupri_layout::per_llc_bytes) return find_bytes(priority, affinity, from, last, rotation);
+  if (layout_ == cpupri_layout::per_llc_bytes) {
+    return affinity == nullptr ? find_bytes<simd_scan, false>(priority, affinity, from, last, rotation)
+                               : find_bytes<simd_scan, true>(priority, affinity, from, last, rotation);
+  }
   const auto n = static_cast<unsigned>(workers_.size());
   const bool check_last =
       last < n && last != from && (affinity == nullptr || affinity->contains(last));
@@ -259,80 +286,242 @@ unsigned cpupri::find(priority_t priority, const worker_set* affinity, unsigned 
   return none;
 }
 
-// per_llc_bytes: each worker's level is one byte, so instead of scanning
-// level by level, read each LLC's line of bytes once: the lowest level is
-// the minimum byte. Idle is the lowest level there is, so an idle worker
-// found early ends the search at the first line.
+// per_llc_bytes' find. A byte's rank is its value minus one, wrapping:
+// idle 0, level l at l + 1, invalid (0) at 255, so a candidate of a task
+// of priority p is a rank below slot_of(p) and a lower rank is a lower
+// level. One pass over the LLCs in preference order, each LLC's bytes read
+// once: an LLC wins only with a rank strictly below the best one so far
+// (earlier LLCs win ties), and only the winner is picked from. The answer
+// comes from the bytes as they were read, never from a second read, so a
+// worker that was a candidate when its byte was read cannot vanish between
+// two reads (invariant 2).
+namespace {
+
+// Scans one LLC's bytes once (`count` workers from worker `first`):
+// returns the lowest rank below `bound` among its workers in `affinity`
+// (nullptr: all) and sets bits[k] bit i for the worker 64k + i of the LLC
+// when it holds that rank; returns `bound`, bits[] undefined, when no
+// worker is below it. Relaxed loads: the acquire fence in find_bytes()
+// after the scan pairs with the release store in set().
+std::uint8_t scan_portable(const std::atomic<std::uint8_t>* bytes, unsigned first,
+                           unsigned count, const worker_set* affinity, std::uint8_t bound,
+                           std::uint64_t* bits) noexcept {
+  std::uint8_t low = bound;
+  for (unsigned i = 0; i < count; ++i) {
+    const auto rank = static_cast<std::uint8_t>(bytes[i].load(std::memory_order_relaxed) - 1);
+    if (rank > low || (rank == low && low == bound)) continue;
+    if (affinity != nullptr && !affinity->contains(first + i)) continue;
+    if (rank < low) {
+      low = rank;
+      for (unsigned k = 0; k <= (count - 1) / 64; ++k) bits[k] = 0;
+    }
+    bits[i / 64] |= std::uint64_t{1} << (i % 64);
+  }
+  return low;
+}
+
+#if URT_CPUPRI_SSE2
+// 0xff in each byte whose worker is not in the 16 bits `allowed` (bit i:
+// byte i).
+__m128i excluded(std::uint64_t allowed) noexcept {
+  constexpr std::uint64_t spread = 0x0101010101010101;
+  const __m128i x = _mm_set_epi64x(static_cast<long long>(((allowed >> 8) & 0xff) * spread),
+                                   static_cast<long long>((allowed & 0xff) * spread));
+  const __m128i bit = _mm_set_epi8(-128, 64, 32, 16, 8, 4, 2, 1, -128, 64, 32, 16, 8, 4, 2, 1);
+  return _mm_cmpeq_epi8(_mm_and_si128(x, bit), _mm_setzero_si128());
+}
+
+// The lowest of the 16 bytes of `m`.
+std::uint8_t min_byte(__m128i m) noexcept {
+  m = _mm_min_epu8(m, _mm_srli_si128(m, 8));
+  m = _mm_min_epu8(m, _mm_srli_si128(m, 4));
+  m = _mm_min_epu8(m, _mm_srli_si128(m, 2));
+  m = _mm_min_epu8(m, _mm_srli_si128(m, 1));
+  return static_cast<std::uint8_t>(_mm_cvtsi128_si32(m) & 0xff);
+}
+
+// One line of an LLC's bytes (at most 64 workers, `vectors` of 16 bytes,
+// from worker `first`), as ranks into rank[] (workers outside `affinity`
+// at 255); returns their bytewise minimum. Each 16-byte load is one aligned
+// vector load of 16 atomic bytes: a mixed-size access the C++ memory model
+// does not describe, which x86-64 performs reading each byte atomically (a
+// byte store of set() is seen whole or not at all). volatile keeps the
+// compiler from splitting the load or reading the bytes again (the
+// kernel's READ_ONCE): everything after works on the registers read.
+// Relaxed in effect (x86-64 does not reorder loads with loads); the acquire
+// fence in find_bytes() after the scan pairs with the release store in
+// set(). The bytes past an LLC's last worker, up to its line's end, are 0
+// (rank 255), never candidates.
+template <bool Masked>
+__m128i load_line(const volatile __m128i* line, unsigned vectors, const worker_set* affinity,
+                  unsigned first, __m128i* rank) noexcept {
+  static_assert(sizeof(std::atomic<std::uint8_t>) == 1 &&
+                std::atomic<std::uint8_t>::is_always_lock_free);
+  const __m128i all = _mm_set1_epi8(-1);
+  __m128i lowest = all;
+  for (unsigned j = 0; j < vectors; ++j) {
+    __m128i r = _mm_add_epi8(line[j], all);  // rank = byte - 1
+    if constexpr (Masked) {
+      const std::uint64_t allowed =
+          bits_at([&](unsigned k) { return affinity->bits()[k]; },
+                  static_cast<unsigned>(worker_set::words), first + 16 * j) &
+          0xffff;
+      r = _mm_or_si128(r, excluded(allowed));
+    }
+    rank[j] = r;
+    lowest = _mm_min_epu8(lowest, r);
+  }
+  return lowest;
+}
+
+// Whether some byte of `v` is below the same byte of `below`.
+bool any_below(__m128i v, __m128i below) noexcept {
+  // below - v (saturating) is 0 exactly where v >= below.
+  return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_subs_epu8(below, v), _mm_setzero_si128())) !=
+         0xffff;
+}
+
+// Bit j * 16 + i set where byte i of rank[j] is `m`.
+std::uint64_t positions(const __m128i* rank, unsigned vectors, std::uint8_t m) noexcept {
+  const __m128i want = _mm_set1_epi8(static_cast<char>(m));
+  std::uint64_t word = 0;
+  for (unsigned j = 0; j < vectors; ++j) {
+    word |= static_cast<std::uint64_t>(
+                static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(rank[j], want))))
+            << (16 * j);
+  }
+  return word;
+}
+
+// scan_portable's result, 16 bytes at a time, for an LLC of any size;
+// `below` holds `bound` in every byte.
+template <bool Masked>
+std::uint8_t scan_sse2(const std::atomic<std::uint8_t>* bytes, unsigned first, unsigned count,
+                       const worker_set* affinity, std::uint8_t bound, __m128i below,
+                       std::uint64_t* bits) noexcept {
+  const auto* base = reinterpret_cast<const volatile __m128i*>(bytes);
+  const unsigned vectors = (count + 15) / 16;
+  std::uint8_t low = bound;
+  for (unsigned l = 0; 4 * l < vectors; ++l) {
+    const unsigned n = std::min(4u, vectors - 4 * l);
+    __m128i rank[4];
+    const __m128i lowest = load_line<Masked>(base + 4 * l, n, affinity, first + 64 * l, rank);
+    if (!any_below(lowest, below)) {
+      bits[l] = 0;
+      continue;
+    }
+    const std::uint8_t m = min_byte(lowest);
+    if (m < low) {
+      low = m;
+      for (unsigned k = 0; k < l; ++k) bits[k] = 0;
+      // Later lines count at or below the LLC's lowest rank (they take part
+      // in the rotation).
+      below = _mm_set1_epi8(static_cast<char>(m + 1));
+    }
+    bits[l] = positions(rank, n, m);
+  }
+  return low;
+}
+#endif
+
+}  // namespace
+
+unsigned cpupri::find_portable(priority_t priority, const worker_set* affinity, unsigned from,
+                               unsigned last, unsigned rotation) const noexcept {
+  if (!is_valid_priority(priority)) return none;
+  if (layout_ != cpupri_layout::per_llc_bytes) return find(priority, affinity, from, last, rotation);
+  return affinity == nullptr ? find_bytes<false, false>(priority, affinity, from, last, rotation)
+                             : find_bytes<false, true>(priority, affinity, from, last, rotation);
+}
+
+// Masked: `affinity` is not null (two instantiations, so that the scan of
+// a whole machine without affinity tests nothing per LLC for it).
+template <bool Simd, bool Masked>
 unsigned cpupri::find_bytes(priority_t priority, const worker_set* affinity, unsigned from,
                             unsigned last, unsigned rotation) const noexcept {
   const auto n = static_cast<unsigned>(workers_.size());
-  const auto allowed = [&](unsigned w) {
-    return w < n && (affinity == nullptr || affinity->contains(w));
-  };
-  // Byte values: 0 invalid, 1 idle, slot + 1 for a priority; a candidate is
-  // 1..limit, i.e. strictly below the task's priority.
+  const auto allowed = [&](unsigned w) { return w < n && (!Masked || affinity->contains(w)); };
+  // Ranks below `limit` are strictly below the task's priority.
   const auto limit = static_cast<std::uint8_t>(slot_of(priority));
-  constexpr std::uint8_t idle_value = 1;
-  const auto value = [&](unsigned w) {
+  constexpr std::uint8_t no_rank = 255;
+  const auto rank_of = [&](unsigned w) {
     // Relaxed; the acquire fence before each return covers the loads.
-    return value_byte(w).load(std::memory_order_relaxed);
+    return static_cast<std::uint8_t>(value_byte(w).load(std::memory_order_relaxed) - 1);
   };
-  const auto candidate = [&](std::uint8_t v) { return v != 0 && v <= limit; };
-  const bool check_last = last != from && allowed(last);
-  const bool check_from = allowed(from);
   const auto done = [](unsigned w) {
     // Acquire: pairs with the release store in set().
     std::atomic_thread_fence(std::memory_order_acquire);
     return w;
   };
-  const auto groups = static_cast<unsigned>(groups_.size());
-  const unsigned home = from < n ? workers_[from].llc : rotation % groups;
-  // One read of a group's bytes, in rotation order: its lowest candidate
-  // value (0: none) and the first worker holding it. Answers come from
-  // these reads and are never re-read, so a worker that was a candidate
-  // when read cannot vanish between two reads (invariant 2).
-  struct low {  // no default member initializers: lows[] below stays uninitialized
-    std::uint8_t value;
-    unsigned worker;
-  };
-  const auto scan = [&](const group& g) {
-    low best{0, none};
-    const unsigned count = g.workers.count;
-    const unsigned start = count == 1 ? 0 : rotation % count;  // one division per LLC
-    for (unsigned k = 0, i = start; k < count; ++k, i = i + 1 == count ? 0 : i + 1) {
-      const unsigned w = g.workers.first + i;
-      const std::uint8_t v = value(w);
-      if (candidate(v) && (best.value == 0 || v < best.value) && allowed(w)) {
-        best = low{v, w};
-        if (v == idle_value) break;  // cannot go lower
+  // The task's last worker and the caller, each read once. Idle (rank 0) is
+  // the lowest level there is: an idle one of them wins at once.
+  const std::uint8_t last_rank = last != from && allowed(last) ? rank_of(last) : no_rank;
+  if (last_rank == 0) return done(last);
+  const std::uint8_t from_rank = allowed(from) ? rank_of(from) : no_rank;
+  if (from_rank == 0) return done(from);
+  // An LLC must beat both of them (they win ties at the lowest level), and
+  // then every LLC before it in preference order (earlier LLCs win ties).
+  std::uint8_t best = std::min({limit, last_rank, from_rank});
+  unsigned winner = none;                          // the LLC holding `best`, if one beat them
+  std::uint64_t winner_bits[worker_set::words];    // its workers at `best`
+  std::uint64_t scratch[worker_set::words];
+#if URT_CPUPRI_SSE2
+  __m128i below = _mm_set1_epi8(static_cast<char>(best));  // `best` in every byte
+#endif
+  const byte_span* const spans = spans_.get();
+  // Scans LLC g; true when the search is over: an idle worker, which no
+  // later LLC can beat (last and caller are not idle).
+  const auto visit = [&](unsigned g) {
+    const byte_span& s = spans[g];
+    std::uint8_t low = 0;
+    if constexpr (Simd) {
+#if URT_CPUPRI_SSE2
+      const unsigned vectors = (s.count + 15) / 16;
+      if (vectors <= 4) {  // one line, the usual LLC: inline, from registers
+        __m128i rank[4];
+        const __m128i lowest = load_line<Masked>(
+            reinterpret_cast<const volatile __m128i*>(s.bytes), vectors, affinity, s.first, rank);
+        if (!any_below(lowest, below)) return false;
+        best = min_byte(lowest);
+        below = _mm_set1_epi8(static_cast<char>(best));
+        winner = g;
+        winner_bits[0] = positions(rank, vectors, best);
+        return best == 0;
       }
+      low = scan_sse2<Masked>(s.bytes, s.first, s.count, affinity, best, below, scratch);
+#endif
+    } else {
+      low = scan_portable(s.bytes, s.first, s.count, Masked ? affinity : nullptr, best, scratch);
     }
-    return best;
+    if (low >= best) return false;
+    best = low;
+#if URT_CPUPRI_SSE2
+    if constexpr (Simd) below = _mm_set1_epi8(static_cast<char>(best));
+#endif
+    winner = g;
+    for (unsigned k = 0; k < (s.count + 63) / 64; ++k) winner_bits[k] = scratch[k];
+    return low == 0;
   };
-  // Idle is the lowest level there is: an idle last worker or caller wins
-  // at once, and so does the first LLC (in preference order) with an idle
-  // worker, since last and caller are then known not to be idle.
-  if (check_last && value(last) == idle_value) return done(last);
-  if (check_from && value(from) == idle_value) return done(from);
-  // The home LLC first, on its own: the whole order is only needed when it
-  // has no idle worker.
-  low lows[max_workers];
-  lows[0] = scan(groups_[home]);
-  if (lows[0].value == idle_value) return done(lows[0].worker);
-  std::uint8_t lowest = lows[0].value;
-  unsigned order[max_workers];
-  const unsigned count = preference_order(home, order);  // order[0] == home
-  for (unsigned i = 1; i < count; ++i) {
-    lows[i] = scan(groups_[order[i]]);
-    if (lows[i].value == idle_value) return done(lows[i].worker);
-    if (lows[i].value != 0 && (lowest == 0 || lows[i].value < lowest)) lowest = lows[i].value;
+  // Preference order (preference_order()'s, without building it): the home
+  // LLC, the rest of its NUMA node from the one after it round to the one
+  // before it, then the other LLCs in the same round order.
+  const auto groups = static_cast<unsigned>(groups_.size());
+  unsigned home = 0;
+  if (from < n) {
+    home = workers_[from].llc;
+  } else {
+    home = rotation % groups;
   }
-  if (lowest == 0) return done(none);
-  if (check_last && value(last) == lowest) return done(last);
-  if (check_from && value(from) == lowest) return done(from);
-  for (unsigned i = 0; i < count; ++i) {
-    if (lows[i].value == lowest) return done(lows[i].worker);
+  const group& h = groups_[home];
+  const unsigned ranges[4][2] = {
+      {home + 1, h.numa_end}, {h.numa_first, home}, {h.numa_end, groups}, {0, h.numa_first}};
+  bool over = visit(home);
+  for (unsigned r = 0; r < 4 && !over; ++r) {
+    for (unsigned g = ranges[r][0]; g < ranges[r][1] && !over; ++g) over = visit(g);
   }
+  if (winner != none) return done(pick(groups_[winner], winner_bits, rotation));
+  if (last_rank < limit && last_rank <= from_rank) return done(last);
+  if (from_rank < limit) return done(from);
   return done(none);
 }
 

@@ -11,10 +11,20 @@
 // own), all updated with locked RMWs; or per_llc_bytes: per LLC one cache
 // line of bytes, a byte per worker holding its level, written by a plain
 // release store (no locked read-modify-write), where find() reads each LLC's
-// line once and takes the minimum instead of scanning level by level (an
-// idle worker, the lowest level there is, ends the search early). As
-// upstream did in 2025, there is no per-level count: keeping it coherent
-// with the mask cost atomics and barriers that outweighed the early exit.
+// bytes once instead of scanning level by level. As upstream did in 2025,
+// there is no per-level count: keeping it coherent with the mask cost
+// atomics and barriers that outweighed the early exit.
+//
+// per_llc_bytes' find (DESIGN.md, "cpupri"): one pass over the LLCs in
+// preference order, each LLC's bytes read once, 16 at a time with SSE2
+// where it is there (x86-64's baseline), else one at a time (the portable
+// scan, selected at compile time; also under ThreadSanitizer, which cannot
+// see a vector load of atomic bytes as atomic). An LLC is skipped after one
+// compare of its bytes against the best level found so far, an idle worker
+// ends the search, and only the LLC that wins is picked from (one division
+// for the rotation per find). There is no summary of a shard's lowest
+// level: keeping one exact needs a locked RMW or a full fence in set(),
+// which would cost the update what the bytes saved (DESIGN.md, "cpupri").
 //
 // Concurrency:
 //   - set(w, ...) only under w's queue lock (one writer at a time per
@@ -28,7 +38,10 @@
 //     acquire, so a worker being raised is seen in at least one of them
 //     (invariant 2). A lowering can be missed for a moment; the next push
 //     migration heals that. per_llc_bytes: one byte store moves a worker
-//     from its old level to its new one at once; find() sees either.
+//     from its old level to its new one at once; find() reads each byte
+//     once (a 16-byte load reads each of its bytes atomically on x86-64)
+//     and takes its answer from what it read, never from a second read, so
+//     it sees either level.
 // Answers are advisory: by the time find() returns, levels may have changed;
 // whoever acts on it re-checks under the target's lock (invariant 6).
 #pragma once
@@ -44,6 +57,23 @@
 #include "urt/options.hpp"
 #include "urt/priority.hpp"
 #include "urt/topology.hpp"
+
+// Clang spells ThreadSanitizer __has_feature(thread_sanitizer).
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define URT_CPUPRI_HAS_TSAN 1
+#endif
+#endif
+#ifndef URT_CPUPRI_HAS_TSAN
+#define URT_CPUPRI_HAS_TSAN 0
+#endif
+// per_llc_bytes' scan: SSE2 where the compiler targets it, except under
+// ThreadSanitizer (which would report the vector loads of atomic bytes).
+#if defined(__SSE2__) && !defined(__SANITIZE_THREAD__) && !URT_CPUPRI_HAS_TSAN
+#define URT_CPUPRI_SSE2 1
+#else
+#define URT_CPUPRI_SSE2 0
+#endif
 
 namespace urt::detail {
 
@@ -95,6 +125,14 @@ class cpupri {
   /// tests pass a fixed value so that every layout must give one answer).
   [[nodiscard]] unsigned find(priority_t priority, const worker_set* affinity, unsigned from,
                               unsigned last, unsigned rotation) const noexcept;
+  /// find() with per_llc_bytes' portable scan, the one find() uses where
+  /// SSE2 is missing: tests and urt-cpupri-bench call it to check and
+  /// measure that path on x86-64 too. Other layouts: the same as find().
+  [[nodiscard]] unsigned find_portable(priority_t priority, const worker_set* affinity,
+                                       unsigned from, unsigned last,
+                                       unsigned rotation) const noexcept;
+  /// Whether find() scans per_llc_bytes' bytes 16 at a time (SSE2).
+  static constexpr bool simd_scan = URT_CPUPRI_SSE2 != 0;
 
   [[nodiscard]] cpupri_layout layout() const noexcept { return layout_; }
   [[nodiscard]] std::size_t worker_count() const noexcept { return workers_.size(); }
@@ -125,7 +163,19 @@ class cpupri {
   struct group {            // a last-level cache: the unit of preference
     range workers;
     unsigned numa = 0;
+    // The groups of its NUMA node, [numa_first, numa_end): a contiguous
+    // range, since NUMA nodes and LLCs are contiguous id ranges.
+    unsigned numa_first = 0;
+    unsigned numa_end = 0;
     std::vector<chunk> chunks;
+  };
+  // per_llc_bytes: what find() reads of an LLC, kept dense (16 bytes an
+  // LLC) apart from `group`.
+  struct byte_span {
+    const std::atomic<std::uint8_t>* bytes = nullptr;  // its shard's lines, contiguous;
+                                                       // past its last worker all 0
+    unsigned first = 0;                                // first worker id
+    unsigned count = 0;                                // workers
   };
   struct alignas(64) line {
     std::atomic<std::uint64_t> words[8];  // bit layouts: 512 workers
@@ -159,6 +209,7 @@ class cpupri {
                               unsigned rotation) const noexcept;
   // Fills out[] with every group index in preference order from `home`.
   unsigned preference_order(unsigned home, unsigned* out) const noexcept;
+  template <bool Simd, bool Masked>
   [[nodiscard]] unsigned find_bytes(priority_t priority, const worker_set* affinity, unsigned from,
                                     unsigned last, unsigned rotation) const noexcept;
   [[nodiscard]] std::atomic<std::uint8_t>& value_byte(unsigned worker) const noexcept;
@@ -172,6 +223,7 @@ class cpupri {
   std::unique_ptr<byte_line[]> byte_lines_; // per_llc_bytes
   std::unique_ptr<padded_level[]> levels_;  // bit layouts: worker -> current level
   std::unique_ptr<std::atomic<std::uint8_t>*[]> byte_of_;  // per_llc_bytes: worker -> its byte
+  std::unique_ptr<byte_span[]> spans_;                       // per_llc_bytes: LLC -> its bytes
 };
 
 }  // namespace urt::detail

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../topologies.hpp"
@@ -231,8 +233,131 @@ TEST_CASE("cpupri: every layout matches the reference on random operations") {
           CAPTURE(static_cast<int>(m->layout()));
           const unsigned got = m->find(prio, any ? nullptr : &affinity, from, last, rotation);
           REQUIRE(got == want);
+          // per_llc_bytes' portable scan, which find() uses without SSE2.
+          REQUIRE(m->find_portable(prio, any ? nullptr : &affinity, from, last, rotation) == want);
         }
       }
+    }
+  }
+}
+
+namespace {
+
+// Every layout, and per_llc_bytes' portable scan, give the reference's
+// answer for these queries on the current levels.
+void check_queries(const reference& ref, const std::vector<std::unique_ptr<cpupri>>& maps,
+                   const worker_set* affinity, std::mt19937& rng) {
+  const auto n = static_cast<unsigned>(ref.places.size());
+  // The first and last worker and a few others as callers and last workers.
+  std::vector<unsigned> who{cpupri::none, 0, n - 1, n / 2, static_cast<unsigned>(rng() % n)};
+  for (const int prio : {0, 1, 2, 50, 51, 98, 99}) {
+    for (const unsigned from : who) {
+      for (const unsigned last : {cpupri::none, n - 1, static_cast<unsigned>(rng() % n)}) {
+        for (const unsigned rotation : {0u, 1u, 63u, 64u, static_cast<unsigned>(rng())}) {
+          const unsigned want = ref.find(prio, affinity, from, last, rotation);
+          for (const auto& m : maps) {
+            CAPTURE(static_cast<int>(m->layout()));
+            CAPTURE(prio);
+            CAPTURE(from);
+            CAPTURE(last);
+            CAPTURE(rotation);
+            REQUIRE(m->find(prio, affinity, from, last, rotation) == want);
+            REQUIRE(m->find_portable(prio, affinity, from, last, rotation) == want);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cpupri: find's edge cases match the reference on every layout") {
+  // A single LLC of 1024 (16 lines of bytes), LLCs of 50 (not a multiple
+  // of 16), of 128, of 5, and 32 LLCs of 32.
+  const urt_test::shape one_llc_1024{"one LLC of 1024", "core:512 pu:2", 1024, 1, 1};
+  const urt_test::shape topologies[] = {urt_test::workers_1024, urt_test::wide_llcs,
+                                        urt_test::wide_odd_llcs, urt_test::uneven,
+                                        one_llc_1024, urt_test::flat_n(1)};
+  for (const auto& topo : topologies) {
+    CAPTURE(topo);
+    const auto p = places(topo);
+    const auto n = static_cast<unsigned>(p.size());
+    std::mt19937 rng(11);
+    reference ref(p);
+    std::vector<std::unique_ptr<cpupri>> maps;
+    for (cpupri_layout layout : all_layouts) maps.push_back(std::make_unique<cpupri>(layout, p));
+    const auto set_all = [&](const auto& level_of) {
+      for (unsigned w = 0; w < n; ++w) {
+        const int level = level_of(w);
+        ref.level[w] = level;
+        for (auto& m : maps) m->set(w, level);
+      }
+    };
+    // The LLCs as worker ranges, in id order.
+    std::vector<std::pair<unsigned, unsigned>> llcs;  // first, count
+    for (unsigned w = 0; w < n; ++w) {
+      if (w == 0 || p[w].llc != p[w - 1].llc) llcs.emplace_back(w, 0);
+      ++llcs.back().second;
+    }
+    const auto last_llc = llcs.back();
+
+    {
+      INFO("all workers in one level");
+      for (const int level : {cpupri::level_idle, 0, 1, 50, 98, 99}) {
+        CAPTURE(level);
+        set_all([&](unsigned) { return level; });
+        check_queries(ref, maps, nullptr, rng);
+      }
+    }
+    {
+      INFO("one idle worker in the last shard");
+      // The rest busy at one level or at random ones, the idle worker first,
+      // in the middle or last in the last LLC (for the callers of every
+      // other LLC, the last LLC in preference order).
+      const unsigned spots[] = {last_llc.first, last_llc.first + last_llc.second / 2, n - 1};
+      for (const unsigned idle : spots) {
+        for (const bool random_levels : {false, true}) {
+          CAPTURE(idle);
+          CAPTURE(random_levels);
+          set_all([&](unsigned w) {
+            if (w == idle) return cpupri::level_idle;
+            return random_levels ? static_cast<int>(rng() % 100) : 60;
+          });
+          check_queries(ref, maps, nullptr, rng);
+          worker_set just_idle{idle};
+          check_queries(ref, maps, &just_idle, rng);
+        }
+      }
+    }
+    {
+      INFO("affinities that exclude whole shards");
+      // Random levels with a few idle workers, and some LLCs all invalid.
+      set_all([&](unsigned w) {
+        if (p[w].llc % 7 == 3) return cpupri::level_invalid;
+        return rng() % 16 == 0 ? cpupri::level_idle : static_cast<int>(rng() % 100);
+      });
+      std::vector<worker_set> shapes;
+      const auto llc_set = [&](auto keep) {  // the workers of the LLCs `keep` selects
+        worker_set s;
+        for (unsigned k = 0; k < llcs.size(); ++k) {
+          if (!keep(k)) continue;
+          for (unsigned w = llcs[k].first; w < llcs[k].first + llcs[k].second; ++w) s.add(w);
+        }
+        return s;
+      };
+      shapes.push_back(llc_set([&](unsigned k) { return k == llcs.size() - 1; }));  // last only
+      shapes.push_back(llc_set([&](unsigned k) { return k != 0; }));               // all but the first
+      shapes.push_back(llc_set([&](unsigned k) { return k % 2 == 1; }));           // every other
+      shapes.push_back(llc_set([&](unsigned k) { return p[llcs[k].first].numa != 0; }));
+      worker_set ends;  // the last worker of each LLC, and nothing else
+      for (const auto& [first, count] : llcs) ends.add(first + count - 1);
+      shapes.push_back(ends);
+      worker_set sparse;  // one worker of every 17, across LLC boundaries
+      for (unsigned w = 5; w < n; w += 17) sparse.add(w);
+      shapes.push_back(sparse);
+      shapes.push_back(worker_set{});  // nothing at all
+      for (const worker_set& affinity : shapes) check_queries(ref, maps, &affinity, rng);
     }
   }
 }
