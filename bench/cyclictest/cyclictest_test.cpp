@@ -8,10 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -956,6 +959,108 @@ TEST_CASE("options: no measuring thread's interval may exceed 2^40 us") {
   CHECK(check_intervals(r.opts, 1).empty());
   CHECK(check_intervals(r.opts, 2).find("gives thread 1 an interval") != std::string::npos);
   CHECK(check_intervals(r.opts, 4000000000u).find("gives thread 3999999999") != std::string::npos);
+}
+
+TEST_CASE("options: extreme values of every time flag are rejected by name or land in range") {
+  // The values a careless script or a fuzzer hands over: negative, zero,
+  // one, the int64 and uint64 limits, and a number beyond 64 bits.
+  const std::array<std::string, 7> extremes = {"-1",
+                                               "0",
+                                               "1",
+                                               "9223372036854775807",
+                                               "18446744073709551615",
+                                               "-9223372036854775808",
+                                               "99999999999999999999999"};
+  const std::string not_number = "is not a non-negative whole number";
+  const std::string not_duration =
+      "is not a duration (a whole number with an optional s, m, h or d)";
+  const std::string too_long = "is out of range: at most 4294967296 s (about 136 years)";
+  const std::string us_range = "is out of range 0..1099511627776";
+  const std::string interval_range = "is out of range 1..1099511627776";
+  const std::string hist_range = "is out of range 0..1000000";
+  const std::string ipi_range = "is out of range 1..1000000";
+  const std::string negative_runtime = "has a negative runtime";
+  const std::string negative_period = "has a negative period";
+  const std::string above_period = "has a runtime above its period";
+  const std::string above_max = "has a period above the maximum of 3600000000 us";
+  struct time_flag {
+    std::string spelling;  // "-i" (the value as the next argument) or "--timer-spin=" (attached)
+    std::string name;      // how messages name the flag
+    std::string pattern;   // the value given, V standing for each extreme
+    std::array<std::string, 7> why;  // per extreme: why it is rejected; empty: accepted
+    std::function<std::uint64_t(const options&)> parsed;  // accepted: the value it set...
+    std::uint64_t scale;                                   // ...which is V * scale
+  };
+  const std::vector<time_flag> flags = {
+      {"-i", "-i/--interval", "V",
+       {not_number, interval_range, "", interval_range, interval_range, not_number, interval_range},
+       [](const options& o) { return o.interval_us; }, 1},
+      {"-d", "-d/--distance", "V",
+       {not_number, "", "", us_range, us_range, not_number, us_range},
+       [](const options& o) { return o.distance_us; }, 1},
+      {"-D", "-D/--duration", "V",
+       {not_duration, "", "", too_long, too_long, not_duration, too_long},
+       [](const options& o) { return o.duration_s; }, 1},
+      {"-D", "-D/--duration", "Vd",  // days: V * 86400 must not wrap
+       {not_duration, "", "", too_long, too_long, not_duration, too_long},
+       [](const options& o) { return o.duration_s; }, 86400},
+      {"-h", "-h/--histogram", "V",
+       {not_number, "", "", hist_range, hist_range, not_number, hist_range},
+       [](const options& o) { return o.histogram_us; }, 1},
+      {"--timer-spin=", "--timer-spin", "V",
+       {not_number, "", "", us_range, us_range, not_number, us_range},
+       [](const options& o) { return o.timer_spin_us; }, 1},
+      {"--idle-spin=", "--idle-spin", "V",
+       {not_number, "", "", us_range, us_range, not_number, us_range},
+       [](const options& o) { return o.idle_spin_us.value(); }, 1},
+      {"--ipi-timeout=", "--ipi-timeout", "V",
+       {not_number, ipi_range, "", ipi_range, ipi_range, not_number, ipi_range},
+       [](const options& o) { return static_cast<std::uint64_t>(o.ipi_timeout_us.value()); }, 1},
+      {"--bandwidth=", "--bandwidth", "V/10000",
+       {negative_runtime, "", "", above_period, above_period, negative_runtime, above_period},
+       [](const options& o) { return static_cast<std::uint64_t>(o.bandwidth.runtime.count()); },
+       1000},
+      {"--bandwidth=", "--bandwidth", "0/V",
+       {negative_period, "has a zero period", "", above_max, above_max, negative_period, above_max},
+       [](const options& o) { return static_cast<std::uint64_t>(o.bandwidth.period.count()); },
+       1000},
+      {"--bandwidth=", "--bandwidth", "V/V",
+       {negative_runtime, "has a zero period", "", above_max, above_max, negative_runtime,
+        above_max},
+       [](const options& o) { return static_cast<std::uint64_t>(o.bandwidth.runtime.count()); },
+       1000},
+  };
+  int accepted = 0;
+  for (const time_flag& f : flags) {
+    for (std::size_t i = 0; i < extremes.size(); ++i) {
+      std::string value = f.pattern;
+      for (std::size_t at; (at = value.find('V')) != std::string::npos;) {
+        value.replace(at, 1, extremes[i]);
+      }
+      const std::vector<std::string> args =
+          f.spelling.ends_with('=') ? std::vector<std::string>{f.spelling + value}
+                                    : std::vector<std::string>{f.spelling, value};
+      CAPTURE(args.front());
+      CAPTURE(value);
+      const parse_result r = parse(args);
+      if (!f.why[i].empty()) {
+        CHECK(r.error == f.name + ": '" + value + "' " + f.why[i]);
+        continue;
+      }
+      // Accepted: the value it set is the one given, and the runtime takes
+      // it, and every one of the most threads allowed gets an interval in
+      // range.
+      REQUIRE(r.ok());
+      ++accepted;
+      const std::uint64_t v = std::stoull(extremes[i]);
+      CHECK(f.parsed(r.opts) == v * f.scale);
+      CHECK_NOTHROW(r.opts.runtime_options().validate());
+      CHECK(check_intervals(r.opts, static_cast<unsigned>(max_threads)).empty());
+      CHECK(r.opts.interval_of(static_cast<unsigned>(max_threads) - 1) <= max_interval_us);
+    }
+  }
+  // 0 and 1 for each row, but -i 0, --ipi-timeout=0 and a zero period.
+  CHECK(accepted == 2 * static_cast<int>(flags.size()) - 4);
 }
 
 TEST_CASE("binary: a thread interval above 2^40 us exits 2 before running") {
