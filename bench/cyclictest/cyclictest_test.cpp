@@ -1090,6 +1090,58 @@ TEST_CASE("options: -t is at most urt::max_workers") {
   CHECK(slurp(err.path).find("-t/--threads: '65536' is out of range 1..1024") != std::string::npos);
 }
 
+TEST_CASE("options: the -h histograms of all -t threads may take at most 1 GiB") {
+  CHECK(max_histogram_bytes == std::uint64_t{1} << 30);
+  CHECK(histogram_bucket_bytes == 16);
+  // threads x US x 16 bytes: 64 x 1000000 x 16 = 1024000000 fits, and so
+  // does 67 x 1000000 x 16; 68 does not. 1024 x 65536 x 16 is exactly 2^30.
+  CHECK(parse({"-t", "64", "-h", "1000000"}).ok());
+  CHECK(parse({"-t", "67", "-h", "1000000"}).ok());
+  CHECK(parse({"-t", "68", "-h", "1000000"}).error ==
+        "-h/--histogram: '1000000' with -t/--threads '68' needs 1088000000 bytes of histograms "
+        "(68 threads x 1000000 buckets x 16 bytes), above the limit of 1073741824 bytes (1 GiB): "
+        "at most -h 986895 for 68 threads");
+  CHECK(parse({"-t", "1024", "-h", "65536"}).ok());
+  CHECK(parse({"-t", "1024", "-h", "65537"}).error ==
+        "-h/--histogram: '65537' with -t/--threads '1024' needs 1073758208 bytes of histograms "
+        "(1024 threads x 65537 buckets x 16 bytes), above the limit of 1073741824 bytes (1 GiB): "
+        "at most -h 65536 for 1024 threads");
+  CHECK(parse({"-h", "1000000", "-t", "1024"}).error ==
+        "-h/--histogram: '1000000' with -t/--threads '1024' needs 16384000000 bytes of "
+        "histograms (1024 threads x 1000000 buckets x 16 bytes), above the limit of 1073741824 "
+        "bytes (1 GiB): at most -h 65536 for 1024 threads");
+  // Without -h a thread keeps 10000 buckets for its percentiles: never refused.
+  CHECK(parse({"-t", "1024"}).ok());
+  // -t without a number: checked once the worker count is known.
+  const parse_result r = parse({"-t", "-h", "1000000"});
+  REQUIRE(r.ok());
+  CHECK(check_histogram_memory(r.opts, 67).empty());
+  CHECK(check_histogram_memory(r.opts, 128) ==
+        "-h/--histogram: '1000000' with -t/--threads (one per worker: 128) needs 2048000000 "
+        "bytes of histograms (128 threads x 1000000 buckets x 16 bytes), above the limit of "
+        "1073741824 bytes (1 GiB): at most -h 524288 for 128 threads");
+  // Any count: no overflow, and still the same rule.
+  CHECK(check_histogram_memory(r.opts, 4294967295u).find("needs 68719476720000000 bytes") !=
+        std::string::npos);
+  CHECK(check_histogram_memory(parse({"-t", "-h", "1"}).opts, 67108864).empty());
+  CHECK_FALSE(check_histogram_memory(parse({"-t", "-h", "1"}).opts, 67108865).empty());
+}
+
+TEST_CASE("binary: histograms above 1 GiB exit 2 before running") {
+  temp_file out("out");
+  temp_file err("err");
+  CHECK(run_binary("-t 1024 -h 1000000 -l 1 -q --policy=other", out.path, err.path) == 2);
+  CHECK(slurp(err.path).find("-h/--histogram: '1000000' with -t/--threads '1024' needs "
+                             "16384000000 bytes of histograms") != std::string::npos);
+  CHECK(slurp(out.path).find("T: 0") == std::string::npos);  // nothing was measured
+  // One thread per worker: the check needs the worker count.
+  CHECK(run_binary("'--topology=synthetic:pu:128' -t -h 1000000 -l 1 -q --policy=other", out.path,
+                   err.path) == 2);
+  CHECK(slurp(err.path).find("-h/--histogram: '1000000' with -t/--threads (one per worker: 128) "
+                             "needs 2048000000 bytes") != std::string::npos);
+  CHECK(slurp(out.path).find("T: 0") == std::string::npos);
+}
+
 TEST_CASE("binary: an unwritable --json or --histfile exits 2 before running") {
   const std::string missing_dir =
       (std::filesystem::temp_directory_path() / "urt-cyclictest-no-such-dir").string();
