@@ -63,6 +63,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } else if (o.threads > 0) {
     fail("parse_options accepted what check_intervals rejects", args);
   }
+  if (o.threads > 0 && !ct::check_histogram_memory(o, threads).empty()) {
+    fail("parse_options accepted what check_histogram_memory rejects", args);
+  }
   // The runtime options: valid, or a message naming a field.
   const urt::runtime_options ro = o.runtime_options();
   try {

@@ -8,10 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -958,6 +961,108 @@ TEST_CASE("options: no measuring thread's interval may exceed 2^40 us") {
   CHECK(check_intervals(r.opts, 4000000000u).find("gives thread 3999999999") != std::string::npos);
 }
 
+TEST_CASE("options: extreme values of every time flag are rejected by name or land in range") {
+  // The values a careless script or a fuzzer hands over: negative, zero,
+  // one, the int64 and uint64 limits, and a number beyond 64 bits.
+  const std::array<std::string, 7> extremes = {"-1",
+                                               "0",
+                                               "1",
+                                               "9223372036854775807",
+                                               "18446744073709551615",
+                                               "-9223372036854775808",
+                                               "99999999999999999999999"};
+  const std::string not_number = "is not a non-negative whole number";
+  const std::string not_duration =
+      "is not a duration (a whole number with an optional s, m, h or d)";
+  const std::string too_long = "is out of range: at most 4294967296 s (about 136 years)";
+  const std::string us_range = "is out of range 0..1099511627776";
+  const std::string interval_range = "is out of range 1..1099511627776";
+  const std::string hist_range = "is out of range 0..1000000";
+  const std::string ipi_range = "is out of range 1..1000000";
+  const std::string negative_runtime = "has a negative runtime";
+  const std::string negative_period = "has a negative period";
+  const std::string above_period = "has a runtime above its period";
+  const std::string above_max = "has a period above the maximum of 3600000000 us";
+  struct time_flag {
+    std::string spelling;  // "-i" (the value as the next argument) or "--timer-spin=" (attached)
+    std::string name;      // how messages name the flag
+    std::string pattern;   // the value given, V standing for each extreme
+    std::array<std::string, 7> why;  // per extreme: why it is rejected; empty: accepted
+    std::function<std::uint64_t(const options&)> parsed;  // accepted: the value it set...
+    std::uint64_t scale;                                   // ...which is V * scale
+  };
+  const std::vector<time_flag> flags = {
+      {"-i", "-i/--interval", "V",
+       {not_number, interval_range, "", interval_range, interval_range, not_number, interval_range},
+       [](const options& o) { return o.interval_us; }, 1},
+      {"-d", "-d/--distance", "V",
+       {not_number, "", "", us_range, us_range, not_number, us_range},
+       [](const options& o) { return o.distance_us; }, 1},
+      {"-D", "-D/--duration", "V",
+       {not_duration, "", "", too_long, too_long, not_duration, too_long},
+       [](const options& o) { return o.duration_s; }, 1},
+      {"-D", "-D/--duration", "Vd",  // days: V * 86400 must not wrap
+       {not_duration, "", "", too_long, too_long, not_duration, too_long},
+       [](const options& o) { return o.duration_s; }, 86400},
+      {"-h", "-h/--histogram", "V",
+       {not_number, "", "", hist_range, hist_range, not_number, hist_range},
+       [](const options& o) { return o.histogram_us; }, 1},
+      {"--timer-spin=", "--timer-spin", "V",
+       {not_number, "", "", us_range, us_range, not_number, us_range},
+       [](const options& o) { return o.timer_spin_us; }, 1},
+      {"--idle-spin=", "--idle-spin", "V",
+       {not_number, "", "", us_range, us_range, not_number, us_range},
+       [](const options& o) { return o.idle_spin_us.value(); }, 1},
+      {"--ipi-timeout=", "--ipi-timeout", "V",
+       {not_number, ipi_range, "", ipi_range, ipi_range, not_number, ipi_range},
+       [](const options& o) { return static_cast<std::uint64_t>(o.ipi_timeout_us.value()); }, 1},
+      {"--bandwidth=", "--bandwidth", "V/10000",
+       {negative_runtime, "", "", above_period, above_period, negative_runtime, above_period},
+       [](const options& o) { return static_cast<std::uint64_t>(o.bandwidth.runtime.count()); },
+       1000},
+      {"--bandwidth=", "--bandwidth", "0/V",
+       {negative_period, "has a zero period", "", above_max, above_max, negative_period, above_max},
+       [](const options& o) { return static_cast<std::uint64_t>(o.bandwidth.period.count()); },
+       1000},
+      {"--bandwidth=", "--bandwidth", "V/V",
+       {negative_runtime, "has a zero period", "", above_max, above_max, negative_runtime,
+        above_max},
+       [](const options& o) { return static_cast<std::uint64_t>(o.bandwidth.runtime.count()); },
+       1000},
+  };
+  int accepted = 0;
+  for (const time_flag& f : flags) {
+    for (std::size_t i = 0; i < extremes.size(); ++i) {
+      std::string value = f.pattern;
+      for (std::size_t at; (at = value.find('V')) != std::string::npos;) {
+        value.replace(at, 1, extremes[i]);
+      }
+      const std::vector<std::string> args =
+          f.spelling.ends_with('=') ? std::vector<std::string>{f.spelling + value}
+                                    : std::vector<std::string>{f.spelling, value};
+      CAPTURE(args.front());
+      CAPTURE(value);
+      const parse_result r = parse(args);
+      if (!f.why[i].empty()) {
+        CHECK(r.error == f.name + ": '" + value + "' " + f.why[i]);
+        continue;
+      }
+      // Accepted: the value it set is the one given, and the runtime takes
+      // it, and every one of the most threads allowed gets an interval in
+      // range.
+      REQUIRE(r.ok());
+      ++accepted;
+      const std::uint64_t v = std::stoull(extremes[i]);
+      CHECK(f.parsed(r.opts) == v * f.scale);
+      CHECK_NOTHROW(r.opts.runtime_options().validate());
+      CHECK(check_intervals(r.opts, static_cast<unsigned>(max_threads)).empty());
+      CHECK(r.opts.interval_of(static_cast<unsigned>(max_threads) - 1) <= max_interval_us);
+    }
+  }
+  // 0 and 1 for each row, but -i 0, --ipi-timeout=0 and a zero period.
+  CHECK(accepted == 2 * static_cast<int>(flags.size()) - 4);
+}
+
 TEST_CASE("binary: a thread interval above 2^40 us exits 2 before running") {
   temp_file out("out");
   temp_file err("err");
@@ -983,6 +1088,58 @@ TEST_CASE("options: -t is at most urt::max_workers") {
   temp_file err("err");
   CHECK(run_binary("-t 65536 -l 1 -q --policy=other", "/dev/null", err.path) == 2);
   CHECK(slurp(err.path).find("-t/--threads: '65536' is out of range 1..1024") != std::string::npos);
+}
+
+TEST_CASE("options: the -h histograms of all -t threads may take at most 1 GiB") {
+  CHECK(max_histogram_bytes == std::uint64_t{1} << 30);
+  CHECK(histogram_bucket_bytes == 16);
+  // threads x US x 16 bytes: 64 x 1000000 x 16 = 1024000000 fits, and so
+  // does 67 x 1000000 x 16; 68 does not. 1024 x 65536 x 16 is exactly 2^30.
+  CHECK(parse({"-t", "64", "-h", "1000000"}).ok());
+  CHECK(parse({"-t", "67", "-h", "1000000"}).ok());
+  CHECK(parse({"-t", "68", "-h", "1000000"}).error ==
+        "-h/--histogram: '1000000' with -t/--threads '68' needs 1088000000 bytes of histograms "
+        "(68 threads x 1000000 buckets x 16 bytes), above the limit of 1073741824 bytes (1 GiB): "
+        "at most -h 986895 for 68 threads");
+  CHECK(parse({"-t", "1024", "-h", "65536"}).ok());
+  CHECK(parse({"-t", "1024", "-h", "65537"}).error ==
+        "-h/--histogram: '65537' with -t/--threads '1024' needs 1073758208 bytes of histograms "
+        "(1024 threads x 65537 buckets x 16 bytes), above the limit of 1073741824 bytes (1 GiB): "
+        "at most -h 65536 for 1024 threads");
+  CHECK(parse({"-h", "1000000", "-t", "1024"}).error ==
+        "-h/--histogram: '1000000' with -t/--threads '1024' needs 16384000000 bytes of "
+        "histograms (1024 threads x 1000000 buckets x 16 bytes), above the limit of 1073741824 "
+        "bytes (1 GiB): at most -h 65536 for 1024 threads");
+  // Without -h a thread keeps 10000 buckets for its percentiles: never refused.
+  CHECK(parse({"-t", "1024"}).ok());
+  // -t without a number: checked once the worker count is known.
+  const parse_result r = parse({"-t", "-h", "1000000"});
+  REQUIRE(r.ok());
+  CHECK(check_histogram_memory(r.opts, 67).empty());
+  CHECK(check_histogram_memory(r.opts, 128) ==
+        "-h/--histogram: '1000000' with -t/--threads (one per worker: 128) needs 2048000000 "
+        "bytes of histograms (128 threads x 1000000 buckets x 16 bytes), above the limit of "
+        "1073741824 bytes (1 GiB): at most -h 524288 for 128 threads");
+  // Any count: no overflow, and still the same rule.
+  CHECK(check_histogram_memory(r.opts, 4294967295u).find("needs 68719476720000000 bytes") !=
+        std::string::npos);
+  CHECK(check_histogram_memory(parse({"-t", "-h", "1"}).opts, 67108864).empty());
+  CHECK_FALSE(check_histogram_memory(parse({"-t", "-h", "1"}).opts, 67108865).empty());
+}
+
+TEST_CASE("binary: histograms above 1 GiB exit 2 before running") {
+  temp_file out("out");
+  temp_file err("err");
+  CHECK(run_binary("-t 1024 -h 1000000 -l 1 -q --policy=other", out.path, err.path) == 2);
+  CHECK(slurp(err.path).find("-h/--histogram: '1000000' with -t/--threads '1024' needs "
+                             "16384000000 bytes of histograms") != std::string::npos);
+  CHECK(slurp(out.path).find("T: 0") == std::string::npos);  // nothing was measured
+  // One thread per worker: the check needs the worker count.
+  CHECK(run_binary("'--topology=synthetic:pu:128' -t -h 1000000 -l 1 -q --policy=other", out.path,
+                   err.path) == 2);
+  CHECK(slurp(err.path).find("-h/--histogram: '1000000' with -t/--threads (one per worker: 128) "
+                             "needs 2048000000 bytes") != std::string::npos);
+  CHECK(slurp(out.path).find("T: 0") == std::string::npos);
 }
 
 TEST_CASE("binary: an unwritable --json or --histfile exits 2 before running") {

@@ -366,10 +366,17 @@ int run(options o) {
   const std::size_t workers = rt->worker_count();
   const unsigned nthreads =
       o.threads < 0 ? static_cast<unsigned>(workers) : static_cast<unsigned>(o.threads);
-  if (const std::string error = check_intervals(o, nthreads); !error.empty()) {
-    rt->stop();  // -t without a number: the worker count was needed to check
+  // -t without a number: the worker count was needed to check these. Both
+  // come before any histogram is allocated.
+  std::string error = check_intervals(o, nthreads);
+  if (error.empty()) error = check_histogram_memory(o, nthreads);
+  if (!error.empty()) {
+    rt->stop();
     usage_error(error);
   }
+  // With -h, latency_stats keeps a count and an overflow slot per bucket:
+  // what check_histogram_memory() counted.
+  static_assert(histogram_bucket_bytes == 2 * sizeof(std::uint64_t));
   const std::size_t buckets = o.histogram_us != 0 ? o.histogram_us : default_buckets;
   const std::size_t outliers = o.histogram_us != 0 ? o.histogram_us : 0;
   threads.reserve(nthreads);

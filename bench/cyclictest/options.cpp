@@ -473,8 +473,34 @@ parse_result parse_options(int argc, char** argv) {
     return r;
   }
   // -t without a number: main checks once the worker count is known.
-  if (o.threads > 0) err = check_intervals(o, static_cast<unsigned>(o.threads));
+  if (o.threads > 0) {
+    err = check_intervals(o, static_cast<unsigned>(o.threads));
+    if (err.empty()) err = check_histogram_memory(o, static_cast<unsigned>(o.threads));
+  }
   return r;
+}
+
+std::string check_histogram_memory(const options& o, unsigned threads) {
+  if (o.histogram_us == 0 || threads == 0) return {};
+  if (o.histogram_us > histogram_max_us) {
+    return bad('h', std::to_string(o.histogram_us),
+               "is out of range 0.." + std::to_string(histogram_max_us));
+  }
+  // At most 16 MB a thread; compared without multiplying by the count.
+  const std::uint64_t per_thread = o.histogram_us * histogram_bucket_bytes;
+  if (per_thread <= max_histogram_bytes / threads) return {};
+  const std::string n = std::to_string(threads);
+  const std::string count = o.threads < 0 ? "(one per worker: " + n + ")" : "'" + n + "'";
+  // Below 2^24 * 2^32: the product fits.
+  const std::uint64_t needed = per_thread * threads;
+  return bad('h', std::to_string(o.histogram_us),
+             "with -t/--threads " + count + " needs " + std::to_string(needed) +
+                 " bytes of histograms (" + n + " threads x " +
+                 std::to_string(o.histogram_us) + " buckets x " +
+                 std::to_string(histogram_bucket_bytes) + " bytes), above the limit of " +
+                 std::to_string(max_histogram_bytes) + " bytes (1 GiB): at most -h " +
+                 std::to_string(max_histogram_bytes / histogram_bucket_bytes / threads) +
+                 " for " + n + " threads");
 }
 
 std::string check_intervals(const options& o, unsigned threads) {
@@ -572,7 +598,9 @@ std::string usage(std::string_view program) {
          "                          no thread's interval may exceed 2^40 us\n"
          "-D TIME  --duration=TIME  length of the run; append s, m, h or d\n"
          "-h US    --histogram=US   dump a latency histogram up to US to stdout after\n"
-         "                          the run (all threads at the same interval)\n"
+         "                          the run (all threads at the same interval); the\n"
+         "                          histograms, threads x US x 16 bytes, may take at\n"
+         "                          most 1 GiB (e.g. -t 64 -h 1000000, -t 1024 -h 65536)\n"
          "         --histfile=PATH  write the histogram to PATH instead of stdout\n"
          "-i INTV  --interval=INTV  base interval of thread in us, default=1000\n"
          "         --json=FILE      write final results into FILE, JSON formatted\n"

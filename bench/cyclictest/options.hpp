@@ -22,6 +22,17 @@ inline constexpr std::uint64_t histogram_max_us = 1000000;
 /// of its own (80 KB by default, 16 MB with -h 1000000), so that many more
 /// threads only exhaust memory.
 inline constexpr int max_threads = static_cast<int>(urt::max_workers);
+/// Bytes a measuring thread keeps per 1 us bucket of -h: the bucket's 8-byte
+/// count and, as cyclictest remembers as many overflowing cycle numbers as
+/// there are buckets, an 8-byte slot for one.
+inline constexpr std::uint64_t histogram_bucket_bytes = 16;
+/// Largest total of the -h histograms, threads x US x histogram_bucket_bytes,
+/// all allocated before the run starts: 1 GiB. cyclictest's largest
+/// histogram (-h 1000000, 16 MB a thread) fits 67 threads, and 1024 threads
+/// fit -h 65536. A fixed bound rather than the machine's memory, so that a
+/// command line is accepted or refused alike on every machine. (Without -h
+/// a thread keeps 10000 8-byte buckets: 80 MB for max_threads.)
+inline constexpr std::uint64_t max_histogram_bytes = std::uint64_t{1} << 30;
 /// Largest interval of any measuring thread, and of -i, -d, --timer-spin
 /// and --idle-spin, in us: 2^40 us (about 12.7 days), so that the interval
 /// in nanoseconds and the release times computed from it stay far inside
@@ -156,6 +167,12 @@ parse_result parse_options(const std::vector<std::string>& args);
 /// (interval_of(n) for n < threads) is at most max_interval_us; else a
 /// message naming -d/--distance and its value. Overflow-free for any count.
 std::string check_intervals(const options& o, unsigned threads);
+
+/// Empty when the -h histograms of `threads` measuring threads (threads x
+/// histogram_us x histogram_bucket_bytes) fit in max_histogram_bytes; else
+/// a message naming -h/--histogram and -t/--threads and their values.
+/// Overflow-free for any count.
+std::string check_histogram_memory(const options& o, unsigned threads);
 
 /// The usage text (--help).
 std::string usage(std::string_view program = "urt-cyclictest");

@@ -3,14 +3,17 @@
 // spawn children during draining or cancelling, on 1 to 4 flat workers and
 // on the shapes with several LLCs, two NUMA nodes, SMT and 16 workers; and
 // a load sized by URT_STRESS_TASKS (every priority, affinity, group and
-// migration mode, throttled) in which every task runs exactly once and the
-// counters reconcile.
+// migration mode, throttled, half the tasks taking a concurrency ID in
+// either cid mode) in which every task runs exactly once, no two tasks of a
+// group running at once hold the same ID, and the counters reconcile.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
@@ -152,7 +155,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Tasks of the sized load, all migration modes together: URT_STRESS_TASKS,
+// Tasks of the sized load, all configurations together: URT_STRESS_TASKS,
 // else a short run for CI. The long configuration is 10^7 (README).
 std::uint64_t stress_tasks() {
   constexpr std::uint64_t ci_default = 150000;
@@ -160,8 +163,9 @@ std::uint64_t stress_tasks() {
   if (text == nullptr || *text == '\0') return ci_default;
   char* end = nullptr;
   const unsigned long long n = std::strtoull(text, &end, 10);
-  REQUIRE_MESSAGE((*end == '\0' && n >= 3 && n <= 1000000000ull),
-                  "URT_STRESS_TASKS must be a count of 3..10^9, not ", text);
+  REQUIRE_MESSAGE((*end == '\0' && n >= 6 && n <= 1000000000ull),
+                  "URT_STRESS_TASKS must be a count of 6..10^9 (one task per configuration at "
+                  "least), not ", text);
   return n;
 }
 
@@ -175,19 +179,36 @@ constexpr std::uint64_t mix(std::uint64_t x) noexcept {  // splitmix64's finaliz
 // One runtime's share of the load: task ids 0..count-1, each handed out
 // once (by an external producer or by a running task) and run once.
 struct load {
+  static constexpr unsigned group_count = 3;  // the default group and two of its own
+
   load(urt::runtime& rt_, std::uint64_t count_, std::uint64_t seed_)
-      : rt(rt_), count(count_), seed(seed_), runs(count_), workers(static_cast<unsigned>(rt_.worker_count())) {}
+      : rt(rt_), count(count_), seed(seed_), runs(count_),
+        workers(static_cast<unsigned>(rt_.worker_count())), cid_slots(group_count * workers) {}
   urt::runtime& rt;
   const std::uint64_t count;
   const std::uint64_t seed;
   std::vector<std::atomic<std::uint8_t>> runs;  // per id: times it ran
   const unsigned workers;
-  std::vector<urt::group> groups;  // the default group and two of its own
+  std::vector<urt::group> groups;  // group_count of them
   std::atomic<std::uint64_t> next_id{0};
   std::atomic<std::uint64_t> ran{0};
   std::atomic<std::uint64_t> checksum{0};        // sum of mix(id) over runs
   std::atomic<std::uint64_t> outside_affinity{0};
   std::atomic<std::uint64_t> wrong_priority{0};
+  // Concurrency IDs: one slot per (group, ID), holding id + 1 of the task
+  // that runs under that ID of that group, 0 when none does.
+  std::vector<std::atomic<std::uint64_t>> cid_slots;
+  std::array<std::atomic<std::uint64_t>, group_count> cid_calls{};  // tasks that took one, per group
+  std::atomic<std::uint64_t> cid_clashes{0};       // a slot already held, or taken over meanwhile
+  std::atomic<std::uint64_t> cid_out_of_range{0};  // an ID not below the worker count
+  std::atomic<std::uint64_t> cid_unstable{0};      // cid() changed within one task
+
+  // The group index and whether task `id` takes a concurrency ID (half do),
+  // functions of the id alone like the rest of its spec.
+  [[nodiscard]] unsigned group_of(std::uint64_t id) const {
+    return static_cast<unsigned>((mix(id ^ seed) >> 48) % group_count);
+  }
+  [[nodiscard]] bool takes_cid(std::uint64_t id) const { return (mix(id ^ seed) >> 60 & 1) != 0; }
 
   // The spec of task `id`, a function of the id alone, so that the task
   // can check where and how it runs: a priority 0..99; no affinity, one
@@ -213,7 +234,7 @@ struct load {
         break;
       }
     }
-    spec.group = groups[(h >> 48) % groups.size()];
+    spec.group = groups[group_of(id)];
     return spec;
   }
 
@@ -237,6 +258,22 @@ struct load {
       if (urt::this_task::priority() != spec.priority) {
         l->wrong_priority.fetch_add(1, std::memory_order_relaxed);
       }
+      // Its concurrency ID, held in the (group, ID) slot for the rest of
+      // the task: no other running task of the group may hold the same.
+      const unsigned g = l->group_of(id);
+      const bool with_cid = l->takes_cid(id);
+      unsigned cid = 0;
+      std::atomic<std::uint64_t>* slot = nullptr;
+      if (with_cid) {
+        l->cid_calls[g].fetch_add(1, std::memory_order_relaxed);
+        cid = urt::this_task::cid();
+        if (cid >= l->workers) {
+          l->cid_out_of_range.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          slot = &l->cid_slots[g * l->workers + cid];
+          if (slot->exchange(id + 1) != 0) l->cid_clashes.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
       l->runs[id].fetch_add(1, std::memory_order_relaxed);
       l->ran.fetch_add(1, std::memory_order_relaxed);
       l->checksum.fetch_add(mix(id), std::memory_order_relaxed);
@@ -244,6 +281,12 @@ struct load {
       if (depth > 0) {
         for (std::uint64_t k = 0; k < 1 + id % 2; ++k) {
           if (!l->spawn_next(depth - 1)) break;
+        }
+      }
+      if (with_cid) {
+        if (urt::this_task::cid() != cid) l->cid_unstable.fetch_add(1, std::memory_order_relaxed);
+        if (slot != nullptr && slot->exchange(0) != id + 1) {
+          l->cid_clashes.fetch_add(1, std::memory_order_relaxed);
         }
       }
     }
@@ -260,30 +303,48 @@ TEST_CASE("stress: URT_STRESS_TASKS tasks from 4 threads and from tasks run exac
     urt_test::shape shape;
     urt::bandwidth_options bandwidth;  // throttling on, changed halfway
     urt::bandwidth_options halfway;
+    urt::concurrency_id_mode cid_mode;
   };
   const urt::bandwidth_options deferred{
       .mode = urt::throttle_mode::deferred, .runtime = 300us, .period = 1ms};
   const urt::bandwidth_options strict{
       .mode = urt::throttle_mode::strict, .runtime = 700us, .period = 1ms};
+  constexpr auto batched_scan = urt::concurrency_id_mode::batched_scan;
+  constexpr auto ownership = urt::concurrency_id_mode::ownership;
+  // Every migration mode with each cid mode.
   const config configs[] = {
-      {urt::migration_mode::push_ipi, urt_test::two_numa, deferred, strict},
-      {urt::migration_mode::pull, urt_test::several_llcs, strict, deferred},
-      {urt::migration_mode::none, urt_test::smt, deferred, strict},
+      {urt::migration_mode::push_ipi, urt_test::two_numa, deferred, strict, batched_scan},
+      {urt::migration_mode::pull, urt_test::several_llcs, strict, deferred, ownership},
+      {urt::migration_mode::none, urt_test::smt, deferred, strict, batched_scan},
+      {urt::migration_mode::push_ipi, urt_test::several_llcs, strict, deferred, ownership},
+      {urt::migration_mode::pull, urt_test::smt, deferred, strict, batched_scan},
+      {urt::migration_mode::none, urt_test::two_numa, strict, deferred, ownership},
   };
-  for (std::size_t c = 0; c < std::size(configs); ++c) {
+  constexpr std::uint64_t n_configs = std::size(configs);
+  for (std::size_t c = 0; c < n_configs; ++c) {
     const config& cfg = configs[c];
     CAPTURE(cfg.shape);
     CAPTURE(static_cast<int>(cfg.migration));
-    const std::uint64_t count = total / 3 + (c == 0 ? total % 3 : 0);
+    CAPTURE(static_cast<int>(cfg.cid_mode));
+    const std::uint64_t count = total / n_configs + (c == 0 ? total % n_configs : 0);
     urt::runtime_options o = urt_test::synthetic_workers(cfg.shape);
     o.migration = cfg.migration;
     o.bandwidth = cfg.bandwidth;
+    o.cid_mode = cfg.cid_mode;
+    if (cfg.cid_mode == batched_scan) {
+      // Compaction all the time: any cached ID may be taken back, and a
+      // pass may start, at every scheduling point.
+      o.cid_idle_threshold = 0ns;
+      o.cid_scan_interval = 0ns;
+      o.cid_scan_batch = 4;
+    }
     urt::runtime rt(o);
     load l(rt, count, 0x5eed0000u + c);
     l.groups.push_back(urt::group{});
     l.groups.push_back(rt.make_group(urt::group_options{
         .name = "budgeted", .budget = urt::group_budget{.runtime = 200us, .period = 1ms}}));
     l.groups.push_back(rt.make_group(urt::group_options{.name = "unbudgeted"}));
+    REQUIRE(l.groups.size() == load::group_count);
 
     std::atomic<bool> go{false};
     std::vector<std::thread> producers;
@@ -320,6 +381,19 @@ TEST_CASE("stress: URT_STRESS_TASKS tasks from 4 threads and from tasks run exac
     CHECK(l.checksum.load() == expected_sum);
     CHECK(l.outside_affinity.load() == 0);
     CHECK(l.wrong_priority.load() == 0);
+    // Concurrency IDs: unique among the running tasks of each group, below
+    // the worker count, stable within a task; every slot given back.
+    CHECK(l.cid_clashes.load() == 0);
+    CHECK(l.cid_out_of_range.load() == 0);
+    CHECK(l.cid_unstable.load() == 0);
+    std::uint64_t cid_tasks = 0;
+    std::uint64_t cid_expected = 0;
+    for (std::uint64_t id = 0; id < count; ++id) cid_expected += l.takes_cid(id) ? 1 : 0;
+    for (const auto& calls : l.cid_calls) cid_tasks += calls.load();
+    CHECK(cid_tasks == cid_expected);
+    std::uint64_t held = 0;
+    for (const auto& slot : l.cid_slots) held += slot.load() != 0 ? 1 : 0;
+    CHECK(held == 0);
 
     // The counters reconcile: every accepted task completed, and every move
     // between queues was one push or one pull, counted once on each side.
@@ -335,9 +409,34 @@ TEST_CASE("stress: URT_STRESS_TASKS tasks from 4 threads and from tasks run exac
     // over; none never pulls.
     if (cfg.migration == urt::migration_mode::push_ipi) CHECK(sum.pulls <= sum.fallbacks);
     if (cfg.migration == urt::migration_mode::none) CHECK(sum.pulls == 0);
-    for (std::size_t g = 0; g < l.groups.size(); ++g) CHECK(rt.stats(l.groups[g]).id == g);
-    MESSAGE(static_cast<int>(cfg.migration), ": ", count, " tasks, ", sum.pushes, " pushes, ",
-            sum.pulls, " pulls, ", sum.throttle_events, " throttle events, ",
-            rt.stats(l.groups[1]).throttle_events, " of the budgeted group");
+    // Each group's IDs: every one taken went back (released by its worker or
+    // reclaimed by compaction) or is still held, none at or above the
+    // worker count; ownership holds none once the workers are idle and
+    // never compacts.
+    std::uint64_t allocated = 0;
+    std::uint64_t steps = 0;
+    for (std::size_t g = 0; g < l.groups.size(); ++g) {
+      CAPTURE(g);
+      const urt::group_stats gs = rt.stats(l.groups[g]);
+      CHECK(gs.id == g);
+      CHECK(gs.cids_allocated == gs.cids_released + gs.cids_reclaimed + gs.cids_in_use);
+      CHECK(gs.cids_in_use <= l.workers);
+      CHECK(gs.highest_cid < static_cast<int>(l.workers));
+      CHECK(std::accumulate(gs.cid_step_ns.begin(), gs.cid_step_ns.end(), std::uint64_t{0}) ==
+            gs.cid_steps);
+      if (l.cid_calls[g].load() > 0) CHECK(gs.cids_allocated >= 1);
+      if (cfg.cid_mode == ownership) {
+        CHECK(gs.cids_in_use == 0);
+        CHECK(gs.cids_reclaimed == 0);
+        CHECK(gs.cid_steps == 0);
+      }
+      allocated += gs.cids_allocated;
+      steps += gs.cid_steps;
+    }
+    MESSAGE(static_cast<int>(cfg.migration), "/cid ", static_cast<int>(cfg.cid_mode), ": ", count,
+            " tasks, ", sum.pushes, " pushes, ", sum.pulls, " pulls, ", sum.throttle_events,
+            " throttle events, ", rt.stats(l.groups[1]).throttle_events,
+            " of the budgeted group, ", cid_tasks, " took an ID, ", allocated,
+            " IDs allocated, ", steps, " compaction steps");
   }
 }

@@ -9,6 +9,13 @@
 // The rows for errors urt-cyclictest finds only when it builds its runtime
 // (the topology, the cpulist, the wait windows) go the way main() goes:
 // runtime construction, then flag_error() to name the flag.
+// Asio (through urt/executor.hpp) before doctest and the standard headers,
+// as in the library's own files (runtime/runtime.cpp says why).
+#include "urt/executor.hpp"
+
+#include <asio/defer.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/post.hpp>
 #include <doctest/doctest.h>
 #include <cxxabi.h>
 #include <fcntl.h>
@@ -136,6 +143,9 @@ std::function<void()> cyclictest(std::vector<std::string> args) {
       if (std::string e = urt_cyclictest::check_intervals(r.opts, threads); !e.empty()) {
         throw cli_exit_2(e);
       }
+      if (std::string e = urt_cyclictest::check_histogram_memory(r.opts, threads); !e.empty()) {
+        throw cli_exit_2(e);
+      }
     } catch (const std::invalid_argument& e) {
       throw cli_exit_2(urt_cyclictest::flag_error(r.opts, e.what()));
     }
@@ -165,6 +175,7 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
   const urt::group foreign = other.make_group(urt::group_options{.name = "foreign"});
   urt::runtime stopped(synthetic_options(2));
   const urt::group stopped_group = stopped.make_group(urt::group_options{.name = "late"});
+  const urt::executor stopped_executor = stopped.executor(urt::task_spec{.priority = 3});
   stopped.stop();
   const urt::topology four(
       urt::topology_options{.source = urt::topology_source::synthetic("pack:1 core:4 pu:1")});
@@ -810,6 +821,86 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
           "stats of a group of another runtime",
           [&] { (void)rt.stats(foreign); },
           "runtime::stats: group 1 belongs to another runtime"),
+      // ---------------------------------------------------------- executor
+      reject<std::invalid_argument>(
+          "urt::priority(100)",
+          [] { (void)urt::priority(100); },
+          "urt::priority: 100 is outside 0..99"),
+      reject<std::invalid_argument>(
+          "urt::priority(-1)",
+          [] { (void)urt::priority(-1); },
+          "urt::priority: -1 is outside 0..99"),
+      reject<std::invalid_argument>(
+          "urt::priority(INT_MIN)",
+          [] { (void)urt::priority(INT_MIN); },
+          "urt::priority: -2147483648 is outside 0..99"),
+      reject<std::invalid_argument>(
+          "asio::require(executor, urt::priority), the query tag",
+          [&] { (void)asio::require(rt.executor(), urt::priority); },
+          "asio::require(urt::executor, urt::priority): level -1 is outside 0..99 (use "
+          "urt::priority(p))"),
+      reject<std::invalid_argument>(
+          "executor: task_spec.priority 120",
+          [&] { (void)rt.executor(urt::task_spec{.priority = 120}); },
+          "runtime::executor: task_spec.priority: 120 is outside 0..99"),
+      reject<std::invalid_argument>(
+          "executor: task_spec.priority -1",
+          [&] { (void)rt.executor(urt::task_spec{.priority = -1}); },
+          "runtime::executor: task_spec.priority: -1 is outside 0..99"),
+      reject<std::invalid_argument>(
+          "executor: task_spec.affinity, empty",
+          [&] { (void)rt.executor(urt::task_spec{.affinity = urt::worker_set{}}); },
+          "runtime::executor: task_spec.affinity: the set is empty"),
+      reject<std::invalid_argument>(
+          "executor: task_spec.affinity, a worker past the last",
+          [&] { (void)rt.executor(urt::task_spec{.affinity = urt::worker_set{5}}); },
+          "runtime::executor: task_spec.affinity: worker 5 does not exist (the runtime has "
+          "workers 0-3)"),
+      reject<std::invalid_argument>(
+          "executor: task_spec.group of another runtime",
+          [&] { (void)rt.executor(urt::task_spec{.group = foreign}); },
+          "runtime::executor: task_spec.group: group 1 belongs to another runtime"),
+      reject<std::length_error>(
+          "executor beyond max_executor_affinities distinct affinities",
+          [] {
+            // 13 workers: 8191 non-empty sets, more than the 4096 allowed.
+            urt::runtime many(synthetic_options(13));
+            const auto set_of = [](unsigned bits) {
+              urt::worker_set s;
+              for (unsigned w = 0; w < 13; ++w) {
+                if ((bits >> w & 1U) != 0) s.add(w);
+              }
+              return s;
+            };
+            for (unsigned bits = 1; bits <= urt::runtime::max_executor_affinities; ++bits) {
+              (void)many.executor(urt::task_spec{.affinity = set_of(bits)});
+            }
+            try {
+              (void)many.executor(urt::task_spec{.affinity = set_of(1)});  // known: still fine
+            } catch (const std::length_error&) {
+              throw std::logic_error("an affinity already known was refused");
+            }
+            (void)many.executor(
+                urt::task_spec{.affinity = set_of(urt::runtime::max_executor_affinities + 1)});
+          },
+          "runtime::executor: task_spec.affinity: 4096 distinct executor affinities exist "
+          "already (runtime::max_executor_affinities)"),
+      reject<urt::runtime_stopped>(
+          "executor of a stopped runtime",
+          [&] { (void)stopped.executor(); },
+          "runtime::executor: the runtime is stopping or stopped"),
+      reject<urt::runtime_stopped>(
+          "asio::post on an executor of a stopped runtime",
+          [&] { asio::post(stopped_executor, noop); },
+          "urt::executor::execute: the runtime is stopped"),
+      reject<urt::runtime_stopped>(
+          "asio::dispatch on an executor of a stopped runtime",
+          [&] { asio::dispatch(stopped_executor, noop); },
+          "urt::executor::execute: the runtime is stopped"),
+      reject<urt::runtime_stopped>(
+          "asio::defer on an executor of a stopped runtime, at another priority",
+          [&] { asio::defer(asio::require(stopped_executor, urt::priority(90)), noop); },
+          "urt::executor::execute: the runtime is stopped"),
   };
 
 #ifdef URT_BAD_INPUT_CYCLICTEST
@@ -909,6 +1000,53 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
       cli({"--load=2:100"}, "--load: '2:100' is not N:PRIO with N in 0..1000 and PRIO in 0..99"),
       cli({"--load=1001:5"}, "--load: '1001:5' is not N:PRIO with N in 0..1000 and PRIO in 0..99"),
       cli({"--load=:5"}, "--load: ':5' is not N:PRIO with N in 0..1000 and PRIO in 0..99"),
+      cli({"--throttle=sometimes"}, "--throttle: 'sometimes' is not off, deferred or strict"),
+      cli({"--throttle="}, "--throttle: '' is not off, deferred or strict"),
+      cli({"--throttle"}, "--throttle: missing value"),
+      cli({"--bandwidth"}, "--bandwidth: missing value"),
+      cli({"--bandwidth=12000/10000"}, "--bandwidth: '12000/10000' has a runtime above its period"),
+      cli({"--bandwidth=9500/0"}, "--bandwidth: '9500/0' has a zero period"),
+      cli({"--bandwidth=0/0"}, "--bandwidth: '0/0' has a zero period"),
+      cli({"--bandwidth=-1/10000"}, "--bandwidth: '-1/10000' has a negative runtime"),
+      cli({"--bandwidth=9500/-10000"}, "--bandwidth: '9500/-10000' has a negative period"),
+      cli({"--bandwidth=9500"},
+          "--bandwidth: '9500' is not RUNTIME/PERIOD in whole microseconds (e.g. 9500/10000)"),
+      cli({"--bandwidth=9500/"},
+          "--bandwidth: '9500/' is not RUNTIME/PERIOD in whole microseconds (e.g. 9500/10000)"),
+      cli({"--bandwidth=/10000"},
+          "--bandwidth: '/10000' is not RUNTIME/PERIOD in whole microseconds (e.g. 9500/10000)"),
+      cli({"--bandwidth=9.5/10"},
+          "--bandwidth: '9.5/10' is not RUNTIME/PERIOD in whole microseconds (e.g. 9500/10000)"),
+      cli({"--bandwidth=9500us/10ms"},
+          "--bandwidth: '9500us/10ms' is not RUNTIME/PERIOD in whole microseconds (e.g. "
+          "9500/10000)"),
+      cli({"--bandwidth=1/2/3"},
+          "--bandwidth: '1/2/3' is not RUNTIME/PERIOD in whole microseconds (e.g. 9500/10000)"),
+      cli({"--bandwidth=1/3600000001"},
+          "--bandwidth: '1/3600000001' has a period above the maximum of 3600000000 us"),
+      cli({"--bandwidth=1/99999999999999999999999"},
+          "--bandwidth: '1/99999999999999999999999' has a period above the maximum of "
+          "3600000000 us"),
+      cli({"--bandwidth=99999999999999999999999/10000"},
+          "--bandwidth: '99999999999999999999999/10000' has a runtime above its period"),
+      cli({"--bandwidth=0/10000", "--throttle=strict"},
+          "--bandwidth: '0/10000' has a runtime of 0, which under --throttle strict would never "
+          "run a FIFO task"),
+      cli({"--throttle=strict", "--bandwidth=0/10000"},
+          "--bandwidth: '0/10000' has a runtime of 0, which under --throttle strict would never "
+          "run a FIFO task"),
+      cli({"-t", "1024", "-h", "1000000"},
+          "-h/--histogram: '1000000' with -t/--threads '1024' needs 16384000000 bytes of "
+          "histograms (1024 threads x 1000000 buckets x 16 bytes), above the limit of 1073741824 "
+          "bytes (1 GiB): at most -h 65536 for 1024 threads"),
+      cli({"-t", "68", "-h", "1000000"},
+          "-h/--histogram: '1000000' with -t/--threads '68' needs 1088000000 bytes of histograms "
+          "(68 threads x 1000000 buckets x 16 bytes), above the limit of 1073741824 bytes "
+          "(1 GiB): at most -h 986895 for 68 threads"),
+      cli({"--topology=synthetic:pu:68", "-t", "-h", "1000000"},
+          "-h/--histogram: '1000000' with -t/--threads (one per worker: 68) needs 1088000000 "
+          "bytes of histograms (68 threads x 1000000 buckets x 16 bytes), above the limit of "
+          "1073741824 bytes (1 GiB): at most -h 986895 for 68 threads"),
   };
   rows.insert(rows.end(), cli_rows.begin(), cli_rows.end());
   CHECK(cli_rows.size() >= 60);

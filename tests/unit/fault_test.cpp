@@ -5,6 +5,10 @@
 // of every duration and time_point parameter. Assertions are on counts and
 // order, never on elapsed time; every wait for a condition is bounded so
 // that a failure fails instead of hanging.
+// Asio (through urt/executor.hpp) before doctest and the standard headers,
+// as in the library's own files (runtime/runtime.cpp says why).
+#include "urt/executor.hpp"
+
 #include <doctest/doctest.h>
 #include <dirent.h>
 #include <malloc.h>
@@ -546,39 +550,126 @@ bool accepted(Fn&& fn) {
   }
 }
 
-// A runtime built from `o` runs an immediate and a timed task, and stops.
+// A runtime built from `o` runs an immediate, an urgent and a timed task,
+// and an I/O completion (a timer through an executor: its worker polls its
+// reactor every io_poll_interval), and stops.
 void runs_work(urt::runtime& rt) {
   std::atomic<int> ran{0};
   rt.spawn(urt::task_spec{}, [&ran] { ran.fetch_add(1); });
   rt.spawn(urt::task_spec{.priority = 50}, [&ran] { ran.fetch_add(1); });
   rt.spawn_at(urt::clock::now() + 1ms, urt::task_spec{}, [&ran] { ran.fetch_add(1); });
-  CHECK(wait_until([&] { return ran.load() == 3; }));
+  urt::net::steady_timer timer(rt.executor({.priority = 20}));
+  timer.expires_after(1ms);
+  timer.async_wait([&ran](const std::error_code& ec) {
+    if (!ec) ran.fetch_add(1);
+  });
+  CHECK(wait_until([&] { return ran.load() == 4; }));
   CHECK(rt.stop() == 0);
-  CHECK(ran.load() == 3);
+  CHECK(ran.load() == 4);
+}
+
+// What validate() says of the wait windows (idle_spin, timer_spin,
+// io_poll_interval): 0..max_wait.
+std::string wait_window(const char* field, ns d) {
+  const std::string prefix = std::string("runtime_options.") + field + ": " + text(d);
+  if (d < ns{0}) return prefix + " is negative";
+  if (d > urt::runtime_options::max_wait) return prefix + " is above 1000000000ns (1 s)";
+  return "";
+}
+
+// ...and of the concurrency IDs' times: 0..max_cid_time.
+std::string cid_time(const char* field, ns d) {
+  const std::string prefix = std::string("runtime_options.") + field + ": " + text(d);
+  if (d < ns{0}) return prefix + " is negative";
+  if (d > urt::runtime_options::max_cid_time) return prefix + " is above 3600000000000ns (1 h)";
+  return "";
+}
+
+// The message of the std::invalid_argument `fn` throws; empty when it
+// throws nothing. Any other exception fails the check.
+template <class Fn>
+std::string rejection(Fn&& fn) {
+  try {
+    fn();
+    return "";
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL_CHECK("threw something other than std::invalid_argument: " << e.what());
+    return "(other)";
+  }
 }
 
 }  // namespace
 
 TEST_CASE("fault: extreme runtime_options durations are rejected or work") {
+  using urt::throttle_mode;
+  // Each field, how to set it, and what validate() must say of a value
+  // under a throttle mode (every other field at its default): the exact
+  // message, or empty when the value is accepted and the runtime works.
   struct field {
     const char* name;
     void (*set)(urt::runtime_options&, ns);
+    std::string (*expect)(ns, throttle_mode);
   };
   const field fields[] = {
-      {"idle_spin", [](urt::runtime_options& o, ns d) { o.idle_spin = d; }},
-      {"timer_spin", [](urt::runtime_options& o, ns d) { o.timer_spin = d; }},
-      {"ipi_timeout", [](urt::runtime_options& o, ns d) { o.ipi_timeout = d; }},
-      {"bandwidth.runtime", [](urt::runtime_options& o, ns d) { o.bandwidth.runtime = d; }},
-      {"bandwidth.period", [](urt::runtime_options& o, ns d) { o.bandwidth.period = d; }},
-      {"bandwidth.runtime+period", [](urt::runtime_options& o, ns d) {
+      {"idle_spin", [](urt::runtime_options& o, ns d) { o.idle_spin = d; },
+       [](ns d, throttle_mode) { return wait_window("idle_spin", d); }},
+      {"timer_spin", [](urt::runtime_options& o, ns d) { o.timer_spin = d; },
+       [](ns d, throttle_mode) { return wait_window("timer_spin", d); }},
+      {"io_poll_interval", [](urt::runtime_options& o, ns d) { o.io_poll_interval = d; },
+       [](ns d, throttle_mode) { return wait_window("io_poll_interval", d); }},
+      {"ipi_timeout", [](urt::runtime_options& o, ns d) { o.ipi_timeout = d; },
+       [](ns d, throttle_mode) -> std::string {
+         if (d <= ns{0}) return "runtime_options.ipi_timeout: " + text(d) + " is not positive";
+         return wait_window("ipi_timeout", d);
+       }},
+      // The period stays at its default of 10 ms.
+      {"bandwidth.runtime", [](urt::runtime_options& o, ns d) { o.bandwidth.runtime = d; },
+       [](ns d, throttle_mode tm) -> std::string {
+         const std::string prefix = "runtime_options.bandwidth.runtime: ";
+         if (d < ns{0}) return prefix + text(d) + " is negative";
+         if (d > 10ms) return prefix + text(d) + " exceeds the period of 10000000ns";
+         if (d == ns{0} && tm == throttle_mode::strict) {
+           return prefix + "0ns under a strict budget would never run a FIFO task";
+         }
+         return "";
+       }},
+      // The runtime stays at its default of 9.5 ms.
+      {"bandwidth.period", [](urt::runtime_options& o, ns d) { o.bandwidth.period = d; },
+       [](ns d, throttle_mode) -> std::string {
+         const std::string prefix = "runtime_options.bandwidth.period: ";
+         if (d <= ns{0}) return prefix + text(d) + " is not positive";
+         if (d > urt::bandwidth_options::max_period) {
+           return prefix + text(d) + " exceeds the maximum of 3600000000000ns";
+         }
+         if (d < 9500us) {
+           return "runtime_options.bandwidth.runtime: 9500000ns exceeds the period of " + text(d);
+         }
+         return "";
+       }},
+      // The period is checked first; a runtime equal to it is a whole share.
+      {"bandwidth.runtime+period",
+       [](urt::runtime_options& o, ns d) {
          o.bandwidth.runtime = d;
          o.bandwidth.period = d;
+       },
+       [](ns d, throttle_mode) -> std::string {
+         const std::string prefix = "runtime_options.bandwidth.period: ";
+         if (d <= ns{0}) return prefix + text(d) + " is not positive";
+         if (d > urt::bandwidth_options::max_period) {
+           return prefix + text(d) + " exceeds the maximum of 3600000000000ns";
+         }
+         return "";
        }},
-      {"cid_idle_threshold", [](urt::runtime_options& o, ns d) { o.cid_idle_threshold = d; }},
-      {"cid_scan_interval", [](urt::runtime_options& o, ns d) { o.cid_scan_interval = d; }},
+      {"cid_idle_threshold", [](urt::runtime_options& o, ns d) { o.cid_idle_threshold = d; },
+       [](ns d, throttle_mode) { return cid_time("cid_idle_threshold", d); }},
+      {"cid_scan_interval", [](urt::runtime_options& o, ns d) { o.cid_scan_interval = d; },
+       [](ns d, throttle_mode) { return cid_time("cid_scan_interval", d); }},
   };
+  int accepted_count = 0;
   for (const field& f : fields) {
-    for (const urt::throttle_mode tm : {urt::throttle_mode::deferred, urt::throttle_mode::strict}) {
+    for (const throttle_mode tm : {throttle_mode::deferred, throttle_mode::strict}) {
       for (const ns d : extreme_durations) {
         CAPTURE(f.name);
         CAPTURE(text(d));
@@ -586,15 +677,27 @@ TEST_CASE("fault: extreme runtime_options durations are rejected or work") {
         urt::runtime_options o = workers(2);
         o.bandwidth.mode = tm;
         f.set(o, d);
-        const bool valid = accepted([&] { o.validate(); });
+        const std::string expected = f.expect(d, tm);
+        CHECK(rejection([&] { o.validate(); }) == expected);
+        // The runtime refuses exactly what validate() refuses, with the
+        // same message, and works with everything else.
         std::unique_ptr<urt::runtime> rt;
-        CHECK(accepted([&] { rt = std::make_unique<urt::runtime>(o); }) == valid);
-        if (rt) runs_work(*rt);
+        CHECK(rejection([&] { rt = std::make_unique<urt::runtime>(o); }) == expected);
+        CHECK((rt != nullptr) == expected.empty());
+        if (rt) {
+          runs_work(*rt);
+          ++accepted_count;
+        }
         // Durations below 0 are never valid.
-        if (d < ns{0}) CHECK_FALSE(valid);
+        if (d < ns{0}) CHECK_FALSE(expected.empty());
       }
     }
   }
+  // min(), max() and -1 never work; 0 and 1 ns work (9 fields, 2 modes)
+  // except a zero ipi_timeout or period (not positive: 2 fields x 2
+  // modes), a 0 or 1 ns period alone (below the 9.5 ms runtime: 2 x 2), and
+  // a runtime of 0 under strict (1).
+  CHECK(accepted_count == 9 * 2 * 2 - 2 * 2 - 2 * 2 - 1);
 }
 
 TEST_CASE("fault: extreme set_bandwidth and group budgets are rejected or work") {
