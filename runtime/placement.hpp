@@ -49,6 +49,7 @@ unsigned place_on(const cpupri& prio, const Workers& workers,
                   std::span<const unsigned> worker_of_pu, priority_t priority,
                   const worker_set* affinity, unsigned self, placement_rotation& rot) noexcept {
   const auto n = static_cast<unsigned>(workers.size());
+  if (n == 1) return 0;  // the only choice (a spec's affinity is checked before)
   const bool self_allowed =
       self < n && (affinity == nullptr || affinity->contains(self));
   if (self_allowed && prio.level(self) < priority) return self;

@@ -97,7 +97,8 @@ struct runtime::impl {
   std::atomic<unsigned> groups{1};
 
   // Throws unless `g` is a group of this runtime.
-  void check_group(const group& g, const char* what) const;
+  // (`suffix` is appended to `what` in the message: the field's name.)
+  void check_group(const group& g, const char* what, const char* suffix = "") const;
   // Throws std::invalid_argument naming `what`.field for a bad spec.
   void check_spec(const task_spec& spec, const char* what) const;
   // The kept copy of an executor affinity (runtime::executor).
@@ -244,18 +245,19 @@ runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec, const char* ap
 }
 
 void runtime::impl::check_spec(const task_spec& spec, const char* what) const {
-  const std::string field(what);
+  // Every spawn passes here: the messages are built only when one is thrown.
+  const auto field = [what] { return std::string(what); };
   if (!is_valid_priority(spec.priority)) {
-    throw std::invalid_argument(field + ".priority: " + std::to_string(spec.priority) +
+    throw std::invalid_argument(field() + ".priority: " + std::to_string(spec.priority) +
                                 " is outside " + std::to_string(priority_normal) + ".." +
                                 std::to_string(priority_max));
   }
-  check_group(spec.group, (field + ".group").c_str());
+  check_group(spec.group, what, ".group");
   const auto n = static_cast<unsigned>(workers.size());
   if (spec.affinity) {
-    if (spec.affinity->empty()) throw std::invalid_argument(field + ".affinity: the set is empty");
+    if (spec.affinity->empty()) throw std::invalid_argument(field() + ".affinity: the set is empty");
     if (spec.affinity->last() >= n) {
-      throw std::invalid_argument(field + ".affinity: worker " +
+      throw std::invalid_argument(field() + ".affinity: worker " +
                                   std::to_string(spec.affinity->last()) +
                                   " does not exist (the runtime has workers 0-" +
                                   std::to_string(n - 1) + ")");
@@ -456,15 +458,15 @@ std::size_t runtime::stop(stop_mode mode) {
   return cancelled;
 }
 
-void runtime::impl::check_group(const group& g, const char* what) const {
+void runtime::impl::check_group(const group& g, const char* what, const char* suffix) const {
   if (g == group{}) return;  // the default group of every runtime
   if (g.owner_ != this) {
-    throw std::invalid_argument(std::string(what) + ": group " + std::to_string(g.id()) +
+    throw std::invalid_argument(std::string(what) + suffix + ": group " + std::to_string(g.id()) +
                                 " belongs to another runtime");
   }
   // Acquire: pairs with the release store in make_group().
   if (g.id() >= groups.load(std::memory_order_acquire)) {
-    throw std::invalid_argument(std::string(what) + ": group " + std::to_string(g.id()) +
+    throw std::invalid_argument(std::string(what) + suffix + ": group " + std::to_string(g.id()) +
                                 " does not exist");
   }
 }

@@ -227,7 +227,7 @@ void worker::enqueue(task_node* node) noexcept {
   }
 }
 
-std::size_t worker::poll_io() noexcept {
+std::size_t worker::poll_io_now() noexcept {
   try {
     return io_poll_.at_scheduling_point();
   } catch (...) {
