@@ -264,6 +264,12 @@ using any_executor = asio::execution::any_executor<
     asio::execution::prefer_only<asio::execution::relationship_t::continuation_t>,
     priority_property>;
 
+#if defined(ASIO_HAS_CO_AWAIT)
+// Asio enables co_await where the compiler has standard coroutines in the
+// form it detects (GCC 10 and later in C++20; Debian 12's clang 14 not,
+// since it needs -fcoroutines-ts and <experimental/coroutine>): elsewhere
+// urt::executor works without urt::awaitable, use_awaitable and yield().
+
 /// A coroutine that keeps its executor (and so its priority) across
 /// co_await: co_spawn(ex, f, token) with f returning urt::awaitable<T>.
 template <class T = void>
@@ -280,6 +286,7 @@ inline constexpr asio::use_awaitable_t<executor> use_awaitable{};
 [[nodiscard]] inline awaitable<void> yield() {
   return asio::post(asio::use_awaitable_t<executor>{});
 }
+#endif  // ASIO_HAS_CO_AWAIT
 
 /// I/O objects whose operations complete through urt::executor.
 namespace net {
