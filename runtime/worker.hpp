@@ -208,12 +208,16 @@ class worker {
   worker_counters counters_;
 
   // Owner-only state.
+  // Declared before io_, so that it outlives it: an operation still pending
+  // when the worker goes is destroyed with io_, and its tracked executor
+  // then counts itself out here (work_finished). It only keeps a reference
+  // to io_ until then.
+  io_poller io_poll_;
   // Only this worker's thread runs it (hint 1). Asio's locking stays on:
   // sockets and timers made with this worker's executors may be created,
   // started and closed from any thread (urt/executor.hpp).
   asio::io_context io_{1};
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
-  io_poller io_poll_;
   parker parker_;
   balancer balancer_;
   bandwidth bandwidth_;
