@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -566,39 +567,93 @@ TEST_CASE("stats: min/act/avg/max, histogram, overflows, as cyclictest counts th
   CHECK(s.overflow_cycles()[2] == 6);
 }
 
-TEST_CASE("stats: percentiles from the full histogram, overflows reported as the exact max") {
+TEST_CASE("stats: percentiles from the full histogram and the overflows' values") {
   // 1000 samples: 500 at 10 us, 490 at 20 us, 9 at 30 us, 1 at 40 us.
   std::vector<std::uint64_t> h(50, 0);
   h[10] = 500;
   h[20] = 490;
   h[30] = 9;
   h[40] = 1;
-  CHECK(percentile_us(h, 0, 40, 0.50) == 10);   // rank 500
-  CHECK(percentile_us(h, 0, 40, 0.501) == 20);  // rank 501
-  CHECK(percentile_us(h, 0, 40, 0.99) == 20);   // rank 990
-  CHECK(percentile_us(h, 0, 40, 0.991) == 30);  // rank 991
-  CHECK(percentile_us(h, 0, 40, 0.999) == 30);  // rank 999
-  CHECK(percentile_us(h, 0, 40, 1.0) == 40);    // rank 1000: the max
-  CHECK(percentile_us(h, 0, 40, 0.0) == 10);    // rank clamps to 1
+  const std::span<const overflow_value> none;
+  CHECK(percentile_us(h, none, 0.50) == 10);   // rank 500
+  CHECK(percentile_us(h, none, 0.501) == 20);  // rank 501
+  CHECK(percentile_us(h, none, 0.99) == 20);   // rank 990
+  CHECK(percentile_us(h, none, 0.991) == 30);  // rank 991
+  CHECK(percentile_us(h, none, 0.999) == 30);  // rank 999
+  CHECK(percentile_us(h, none, 1.0) == 40);    // rank 1000: the max
+  CHECK(percentile_us(h, none, 0.0) == 10);    // rank clamps to 1
   // 100 samples 0..99 us: nearest rank, no off-by-one from 0.99 * 100.
   std::vector<std::uint64_t> u(100, 1);
-  CHECK(percentile_us(u, 0, 99, 0.50) == 49);
-  CHECK(percentile_us(u, 0, 99, 0.99) == 98);
-  CHECK(percentile_us(u, 0, 99, 0.999) == 99);
-  // Ranks beyond the histogram land in the overflows: the exact max.
+  CHECK(percentile_us(u, none, 0.50) == 49);
+  CHECK(percentile_us(u, none, 0.99) == 98);
+  CHECK(percentile_us(u, none, 0.999) == 99);
+  // Ranks beyond the histogram are found among the overflows by value.
   std::vector<std::uint64_t> small(10, 0);
-  small[5] = 98;
-  CHECK(percentile_us(small, 2, 1234, 0.98) == 5);
-  CHECK(percentile_us(small, 2, 1234, 0.99) == 1234);
-  CHECK(percentile_us(small, 2, 1234, 0.999) == 1234);
+  small[5] = 97;
+  const overflow_value over[] = {{.us = 300, .count = 2}, {.us = 1234, .count = 1}};
+  CHECK(percentile_us(small, over, 0.97) == 5);
+  CHECK(percentile_us(small, over, 0.98) == 300);
+  CHECK(percentile_us(small, over, 0.99) == 300);
+  CHECK(percentile_us(small, over, 0.999) == 1234);
+  // Only a count of overflows: the max, an upper bound.
+  CHECK(percentile_us(small, 3, 1234, 0.98) == 1234);
+  CHECK(percentile_us(small, 3, 1234, 0.97) == 5);
   // Empty: 0.
+  CHECK(percentile_us(std::vector<std::uint64_t>(10, 0), none, 0.5) == 0);
   CHECK(percentile_us(std::vector<std::uint64_t>(10, 0), 0, 0, 0.5) == 0);
 
   latency_stats s(100);
   for (int i = 0; i < 1000; ++i) s.record(i < 990 ? 7'500 : 500'000);  // 10 overflow at 500 us
+  CHECK(s.overflows() == 10);
   CHECK(s.percentile_us(0.50) == 7);
   CHECK(s.percentile_us(0.99) == 7);
   CHECK(s.percentile_us(0.999) == 500);
+}
+
+TEST_CASE("stats: percentiles are exact with a small -h, ranks among the overflows included") {
+  // A known sample set: 1000 samples, latency k us for k = 1..1000, in a
+  // scrambled order, kept by a -h 20 histogram: 981 of them overflow.
+  latency_stats s(20, 20);
+  for (std::int64_t i = 0; i < 1000; ++i) s.record(((i * 337) % 1000 + 1) * 1000 + 999);
+  CHECK(s.cycles() == 1000);
+  CHECK(s.histogram().size() == 20);
+  CHECK(s.overflows() == 981);  // 20..1000 us
+  CHECK(s.max_us() == 1000);
+  // Nearest rank of 1..1000: the value is the rank.
+  CHECK(s.percentile_us(0.01) == 10);
+  CHECK(s.percentile_us(0.50) == 500);
+  CHECK(s.percentile_us(0.99) == 990);
+  CHECK(s.percentile_us(0.999) == 999);
+  CHECK(s.percentile_us(1.0) == 1000);
+  CHECK(s.untracked_overflows() == 0);
+
+  // Above the 10 ms of exact 1 us buckets too: values kept in the table.
+  latency_stats big(20);
+  for (int i = 0; i < 900; ++i) big.record(5'000);         // 5 us
+  for (int i = 0; i < 90; ++i) big.record(25'000'000);     // 25 ms
+  for (int i = 0; i < 9; ++i) big.record(40'000'000);      // 40 ms
+  big.record(2'000'000'000);                               // 2 s
+  CHECK(big.overflows() == 100);
+  CHECK(big.percentile_us(0.50) == 5);
+  CHECK(big.percentile_us(0.90) == 5);
+  CHECK(big.percentile_us(0.901) == 25'000);
+  CHECK(big.percentile_us(0.99) == 25'000);
+  CHECK(big.percentile_us(0.999) == 40'000);
+  CHECK(big.percentile_us(1.0) == 2'000'000);
+  const std::vector<overflow_value> v = big.overflow_values();
+  REQUIRE(v.size() == 3);
+  CHECK(v[0].us == 25'000);
+  CHECK(v[0].count == 90);
+  CHECK(v[2].us == 2'000'000);
+
+  // More distinct values above the exact buckets than the table keeps:
+  // the rest are counted and taken as the max (an upper bound).
+  latency_stats many(20);
+  const auto n = static_cast<std::int64_t>(latency_stats::max_overflow_values) + 10;
+  for (std::int64_t i = 0; i < n; ++i) many.record((20'000 + i) * 1000);
+  CHECK(many.untracked_overflows() == 10);
+  CHECK(many.percentile_us(0.5) == 20'000 + (n + 1) / 2 - 1);
+  CHECK(many.percentile_us(1.0) == 20'000 + n - 1);
 }
 
 // ---------------------------------------------------------------- report

@@ -42,8 +42,8 @@ using namespace urt_cyclictest;
 volatile std::sig_atomic_t g_signalled = 0;
 extern "C" void on_signal(int /*sig*/) { g_signalled = 1; }
 
-/// Buckets kept for the percentiles when no -h is given (10 ms).
-constexpr std::size_t default_buckets = 10000;
+/// Histogram buckets when no -h is given (10 ms): latency_stats' exact range.
+constexpr std::size_t default_buckets = latency_stats::exact_buckets;
 
 /// One measuring thread: its stats and the handle its task cancels itself
 /// through once -l loops are recorded.
@@ -378,6 +378,9 @@ int run(options o) {
   // what check_histogram_memory() counted.
   static_assert(histogram_bucket_bytes == 2 * sizeof(std::uint64_t));
   const std::size_t buckets = o.histogram_us != 0 ? o.histogram_us : default_buckets;
+  // The 1 us buckets the percentiles count in (latencies above them are
+  // kept by value): at least default_buckets, whatever -h.
+  const std::size_t exact_buckets = std::max(buckets, latency_stats::exact_buckets);
   const std::size_t outliers = o.histogram_us != 0 ? o.histogram_us : 0;
   threads.reserve(nthreads);
   for (unsigned i = 0; i < nthreads; ++i) {
@@ -536,7 +539,7 @@ int run(options o) {
     h.end_time = end_time;
     h.return_code = rc;
     h.urt_object =
-        urt_json(o, ro, *rt, measuring_workers, fell_back, buckets,
+        urt_json(o, ro, *rt, measuring_workers, fell_back, exact_buckets,
                  load.runs.load(std::memory_order_relaxed),
                  o.cid ? &cid_stats : nullptr, cid_counts.get());
     const std::string json = format_json(h, reports);

@@ -31,7 +31,9 @@ inline constexpr std::uint64_t histogram_bucket_bytes = 16;
 /// histogram (-h 1000000, 16 MB a thread) fits 67 threads, and 1024 threads
 /// fit -h 65536. A fixed bound rather than the machine's memory, so that a
 /// command line is accepted or refused alike on every machine. (Without -h
-/// a thread keeps 10000 8-byte buckets: 80 MB for max_threads.)
+/// or with -h below 10000 a thread keeps 10000 8-byte buckets for exact
+/// percentiles and a 32 KB table of the values above them: 112 MB for
+/// max_threads.)
 inline constexpr std::uint64_t max_histogram_bytes = std::uint64_t{1} << 30;
 /// Largest interval of any measuring thread, and of -i, -d, --timer-spin
 /// and --idle-spin, in us: 2^40 us (about 12.7 days), so that the interval
