@@ -293,15 +293,78 @@ TEST_CASE("options: cyclictest's flags in their spellings") {
   CHECK(r.opts.affinity_cpus == "1");
 
   for (const auto& [text, seconds] : std::vector<std::pair<std::string, std::uint64_t>>{
-           {"10", 10}, {"10s", 10}, {"3m", 180}, {"2h", 7200}, {"1d", 86400}, {"0", 0}}) {
+           {"10", 10}, {"10s", 10}, {"3m", 180}, {"2h", 7200}, {"1d", 86400}, {"0", 0},
+           {"2M", 120}, {"1H", 3600}, {"1D", 86400}}) {
     CAPTURE(text);
     CHECK(parse_duration(text) == seconds);
   }
 }
 
+TEST_CASE("options: cyclictest's readings of -t 0, -D with text after the unit, --policy=other -p") {
+  // -t 0 apart: cyclictest's atoi() gives 0 and it runs one thread per CPU.
+  parse_result r = parse({"-t", "0", "-q"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.threads == -1);
+  r = parse({"-t", "00"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.threads == -1);
+  r = parse({"-t", "3"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.threads == 3);
+  // Attached, cyclictest rejects 0.
+  CHECK(parse({"-t0"}).error ==
+        "-t/--threads: '0' is out of range 1..1024 (as in cyclictest; -t alone, or -t 0 apart, "
+        "runs one per CPU)");
+
+  // -D: the number and one unit; what follows the unit is ignored, as
+  // cyclictest's parse_time_string() does, and said on stderr.
+  for (const auto& [text, seconds] : std::vector<std::pair<std::string, std::uint64_t>>{
+           {"1m5", 60}, {"10ms", 600}, {"2h30m", 7200}, {"1s5", 1}}) {
+    CAPTURE(text);
+    CHECK(parse_duration(text) == seconds);
+    r = parse({"-D", text});
+    REQUIRE(r.ok());
+    CHECK(r.opts.duration_s == seconds);
+    REQUIRE(r.warnings.size() == 1);
+    CHECK(r.warnings[0].find("-D/--duration: '" + text + "' is read as " +
+                             std::to_string(seconds) + " s") == 0);
+  }
+  CHECK(parse({"-D", "1m"}).warnings.empty());
+  CHECK_FALSE(parse_duration("10x"));
+  CHECK_FALSE(parse_duration("m5"));
+
+  // --policy=other with -p > 0: cyclictest sets SCHED_FIFO, warning when
+  // the policy came after the priority.
+  r = parse({"-p", "80", "--policy=other"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.effective_policy() == urt::worker_policy::fifo);
+  CHECK(r.opts.effective_fifo_priority() == 80);
+  CHECK(r.opts.policy_implicit());  // falls back to other when refused, as without --policy
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0] ==
+        "--policy: 'other' and -p/--priority: '80' don't match: setting policy to SCHED_FIFO, as "
+        "cyclictest does");
+  r = parse({"--policy=other", "-p", "80"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.effective_policy() == urt::worker_policy::fifo);
+  CHECK(r.warnings.empty());  // cyclictest's -p switches it silently
+  r = parse({"--policy=other", "-p", "0"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.effective_policy() == urt::worker_policy::other);
+  CHECK(r.warnings.empty());
+
+  // Long options only in full; a full name is still taken with its value
+  // apart or attached.
+  CHECK(parse({"--histogram", "5"}).opts.histogram_us == 5);
+  CHECK(parse({"--histogram=5"}).opts.histogram_us == 5);
+  CHECK(parse({"--histfile", "/tmp/h", "-h", "3"}).opts.histfile == "/tmp/h");
+  CHECK(parse({"--json", "--histfile"}).opts.json == "--histfile");  // a value, as getopt takes it
+  CHECK(parse({"--threads"}).opts.threads == -1);
+}
+
 TEST_CASE("options: urt's own flags") {
   parse_result r = parse({"--topology=synthetic:core:4 pu:1", "--timer-spin=50", "--idle-spin=0",
-                          "--policy=fifo", "--fifo-priority=70", "--load=2:10", "-p", "80"});
+                          "--policy=fifo", "--urt-fifo-priority=70", "--load=2:10", "-p", "80"});
   REQUIRE(r.ok());
   CHECK(r.opts.topology.kind == urt::topology_kind::synthetic);
   CHECK(r.opts.topology.text == "core:4 pu:1");
@@ -351,7 +414,7 @@ TEST_CASE("options: urt's own flags") {
   CHECK(parse({"--overrun=catch_up"}).opts.overrun == urt::overrun_policy::catch_up);
   CHECK(parse({"--overrun", "skip"}).opts.overrun == urt::overrun_policy::skip);
 
-  r = parse({"--topology=xml:/tmp/t.xml", "--policy=other", "-p", "80"});
+  r = parse({"--topology=xml:/tmp/t.xml", "--policy=other"});
   REQUIRE(r.ok());
   CHECK(r.opts.topology.kind == urt::topology_kind::xml);
   CHECK(r.opts.runtime_options().policy == urt::worker_policy::other);
@@ -388,7 +451,8 @@ TEST_CASE("options: every bad flag or value is rejected, naming the flag and the
       {{"-p", "100"}, {"--priority", "100"}},
       {{"-p", "-1"}, {"--priority", "-1"}},
       {{"-p", "high"}, {"--priority", "high"}},
-      {{"-t", "0"}, {"--threads", "'0'"}},
+      {{"-t0"}, {"--threads", "'0'"}},
+      {{"--threads=0"}, {"--threads", "'0'"}},
       {{"--threads=abc"}, {"--threads", "abc"}},
       {{"-t", "x"}, {"'x'"}},  // not a count: an unexpected argument
       {{"-d", "-3"}, {"--distance", "-3"}},
@@ -397,9 +461,18 @@ TEST_CASE("options: every bad flag or value is rejected, naming the flag and the
       {{"-D", "10x"}, {"--duration", "10x"}},
       {{"-D", "m"}, {"--duration", "'m'"}},
       {{"-D", "-1"}, {"--duration", "-1"}},
-      {{"-D", "10ms"}, {"--duration", "10ms"}},
+      {{"-D", "ms"}, {"--duration", "ms"}},
       {{"-h", "abc"}, {"--histogram", "abc"}},
       {{"-h", "2000000"}, {"--histogram", "2000000"}},
+      {{"-h", "0"}, {"--histogram", "'0'"}},
+      {{"--histo=5"}, {"--histo=5", "--histogram"}},  // cyclictest: ambiguous
+      {{"--hist=5"}, {"--hist=5"}},
+      {{"--histog=5"}, {"--histog=5", "in full"}},
+      {{"--quie"}, {"--quie", "in full"}},
+      {{"--fifo=/tmp/pipe"}, {"--fifo", "/tmp/pipe", "named pipe"}},
+      {{"-F", "/tmp/pipe"}, {"-F/--fifo", "/tmp/pipe"}},
+      {{"--fifo-priority=80"}, {"--fifo-priority=80", "--urt-fifo-priority"}},
+      {{"--fifo-p=80"}, {"--fifo-p=80", "--urt-fifo-priority"}},
       {{"--histfile="}, {"--histfile"}},
       {{"--json="}, {"--json"}},
       {{"--json"}, {"--json", "missing"}},
@@ -410,8 +483,8 @@ TEST_CASE("options: every bad flag or value is rejected, naming the flag and the
       {{"--timer-spin=5us"}, {"--timer-spin", "5us"}},
       {{"--idle-spin=x"}, {"--idle-spin", "'x'"}},
       {{"--policy=rr"}, {"--policy", "rr"}},
-      {{"--fifo-priority=0"}, {"--fifo-priority", "'0'"}},
-      {{"--fifo-priority=100"}, {"--fifo-priority", "100"}},
+      {{"--urt-fifo-priority=0"}, {"--urt-fifo-priority", "'0'"}},
+      {{"--urt-fifo-priority=100"}, {"--urt-fifo-priority", "100"}},
       {{"--load=4"}, {"--load", "'4'", "colon"}},
       {{"--load=a:b"}, {"--load", "a:b"}},
       {{"--load=2:100"}, {"--load", "2:100"}},
@@ -1032,7 +1105,7 @@ TEST_CASE("options: extreme values of every time flag are rejected by name or la
   const std::string too_long = "is out of range: at most 4294967296 s (about 136 years)";
   const std::string us_range = "is out of range 0..1099511627776";
   const std::string interval_range = "is out of range 1..1099511627776";
-  const std::string hist_range = "is out of range 0..1000000";
+  const std::string hist_range = "is out of range 1..1000000";
   const std::string ipi_range = "is out of range 1..1000000";
   const std::string negative_runtime = "has a negative runtime";
   const std::string negative_period = "has a negative period";
@@ -1060,7 +1133,7 @@ TEST_CASE("options: extreme values of every time flag are rejected by name or la
        {not_duration, "", "", too_long, too_long, not_duration, too_long},
        [](const options& o) { return o.duration_s; }, 86400},
       {"-h", "-h/--histogram", "V",
-       {not_number, "", "", hist_range, hist_range, not_number, hist_range},
+       {not_number, hist_range, "", hist_range, hist_range, not_number, hist_range},
        [](const options& o) { return o.histogram_us; }, 1},
       {"--timer-spin=", "--timer-spin", "V",
        {not_number, "", "", us_range, us_range, not_number, us_range},
@@ -1114,8 +1187,9 @@ TEST_CASE("options: extreme values of every time flag are rejected by name or la
       CHECK(r.opts.interval_of(static_cast<unsigned>(max_threads) - 1) <= max_interval_us);
     }
   }
-  // 0 and 1 for each row, but -i 0, --ipi-timeout=0 and a zero period.
-  CHECK(accepted == 2 * static_cast<int>(flags.size()) - 4);
+  // 0 and 1 for each row, but -i 0, -h 0 (as cyclictest), --ipi-timeout=0
+  // and a zero period.
+  CHECK(accepted == 2 * static_cast<int>(flags.size()) - 5);
 }
 
 TEST_CASE("binary: a thread interval above 2^40 us exits 2 before running") {

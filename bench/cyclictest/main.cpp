@@ -560,6 +560,7 @@ int run(options o) {
 int main(int argc, char** argv) {
   parse_result parsed = parse_options(argc, argv);
   if (!parsed.ok()) usage_error(parsed.error);
+  for (const std::string& w : parsed.warnings) std::fprintf(stderr, "urt-cyclictest: %s\n", w.c_str());
   if (parsed.opts.help) {
     std::fputs(usage().c_str(), stdout);
     return 0;

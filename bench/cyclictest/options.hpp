@@ -112,7 +112,7 @@ struct options {
   std::optional<std::uint64_t> idle_spin_us;  ///< --idle-spin; nullopt = runtime default
   urt::spin_policy idle_spin_policy = urt::runtime_options{}.idle_spin_policy;  ///< --idle-spin-policy
   std::optional<urt::worker_policy> policy;   ///< --policy; nullopt = fifo iff -p > 0
-  std::optional<int> fifo_priority;           ///< --fifo-priority; nullopt = -p, else 90
+  std::optional<int> fifo_priority;           ///< --urt-fifo-priority; nullopt = -p, else 90
   urt::cpupri_layout cpupri = urt::runtime_options{}.cpupri;  ///< --cpupri
   urt::migration_mode migration = urt::runtime_options{}.migration;  ///< --migration
   std::optional<int> ipi_timeout_us;  ///< --ipi-timeout (unset: the runtime's default)
@@ -156,6 +156,9 @@ struct options {
 struct parse_result {
   options opts;
   std::string error;  ///< empty on success: "FLAG: 'VALUE' why"
+  /// Accepted, but said on stderr, as cyclictest warns: a -D with
+  /// characters after its unit, --policy=other after -p.
+  std::vector<std::string> warnings;
   [[nodiscard]] bool ok() const noexcept { return error.empty(); }
 };
 
@@ -184,8 +187,9 @@ std::string usage(std::string_view program = "urt-cyclictest");
 inline constexpr std::uint64_t max_duration_s = std::uint64_t{1} << 32;
 
 /// Parses a cyclictest duration: a whole number of seconds with an optional
-/// suffix s, m, h or d (either case), at most max_duration_s. nullopt for
-/// anything else.
+/// unit s, m, h or d (either case), at most max_duration_s; as cyclictest's
+/// parse_time_string(), anything after the unit is ignored ("1m5" is 60 s).
+/// nullopt for anything else.
 std::optional<std::uint64_t> parse_duration(std::string_view text);
 
 /// Rewrites a runtime construction error (std::invalid_argument or
