@@ -54,6 +54,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fail("-p > 0 without SCHED_FIFO", args);
   }
   if (o.duration_s > ct::max_duration_s) fail("-D out of range", args);
+  if (o.latency_target_us < 0 || o.latency_target_us > ct::max_latency_target_us) {
+    fail("--latency out of range", args);
+  }
   if (o.load_tasks > 1000 || o.load_priority < 0 || o.load_priority > urt::priority_max) {
     fail("--load out of range", args);
   }

@@ -4,6 +4,8 @@
 // a latency value or a duration.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -360,6 +362,24 @@ TEST_CASE("options: cyclictest's readings of -t 0, -D with text after the unit, 
   CHECK(parse({"--histfile", "/tmp/h", "-h", "3"}).opts.histfile == "/tmp/h");
   CHECK(parse({"--json", "--histfile"}).opts.json == "--histfile");  // a value, as getopt takes it
   CHECK(parse({"--threads"}).opts.threads == -1);
+}
+
+TEST_CASE("options: --laptop and --latency, cyclictest's PM QoS flags") {
+  parse_result r = parse({});
+  CHECK_FALSE(r.opts.laptop);
+  CHECK(r.opts.latency_target_us == 0);  // cyclictest's default: hold 0 us
+  r = parse({"--laptop", "--latency=25"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.laptop);
+  CHECK(r.opts.latency_target_us == 25);
+  r = parse({"--latency", "2000000000"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.latency_target_us == max_latency_target_us);
+  CHECK(parse({"--latency=2000000001"}).error ==
+        "--latency: '2000000001' is out of range 0..2000000000");
+  CHECK(parse({"--latency=-5"}).error == "--latency: '-5' is not a non-negative whole number");
+  CHECK(parse({"--lat=5"}).error ==
+        "unknown option '--lat=5' (long options are taken only in full: --latency)");
 }
 
 TEST_CASE("options: urt's own flags") {
@@ -1064,6 +1084,73 @@ TEST_CASE("binary: SIGINT ends an endless run cleanly and the summary and JSON a
   CHECK(j["num_threads"].num() == 1);
   CHECK(j["urt"]["load"]["tasks_per_worker"].num() == 1);
   CHECK(slurp(out.path).find("T: 0 p50:") != std::string::npos);
+}
+
+TEST_CASE("binary: /dev/cpu_dma_latency is held at --latency while running, not with --laptop") {
+  SUBCASE("--laptop: not touched, with cyclictest's warning") {
+    temp_file out("out");
+    temp_file err("err");
+    CHECK(run_binary("--laptop -q -l 3 -i 200 --policy=other --json=-", out.path, err.path) == 0);
+    const std::string text = slurp(out.path);
+    CHECK(text.find("/dev/cpu_dma_latency set to") == std::string::npos);
+    CHECK(slurp(err.path).find("WARN: not setting cpu_dma_latency to save battery power\n") !=
+          std::string::npos);
+    CHECK(text.find("\"cpu_dma_latency_us\": null") != std::string::npos);
+  }
+  SUBCASE("--latency=7: the file is open for the whole run, the QoS limit at most 7 us") {
+    if (!std::filesystem::exists("/dev/cpu_dma_latency")) {
+      MESSAGE("skipped: /dev/cpu_dma_latency does not exist here");
+      return;
+    }
+    if (geteuid() != 0) {
+      MESSAGE("skipped: opening /dev/cpu_dma_latency needs root");
+      return;
+    }
+    temp_file out("out");
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      const int fd = ::open(out.path.c_str(), O_WRONLY | O_TRUNC);
+      const int null = ::open("/dev/null", O_WRONLY);
+      if (fd < 0 || null < 0 || dup2(fd, 1) < 0 || dup2(null, 2) < 0) _exit(127);
+      execl(URT_CYCLICTEST_PATH, URT_CYCLICTEST_PATH, "-q", "-i", "1000", "--policy=other",
+            "--latency=7", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    // Endless run: look for the open file among its descriptors (a bounded
+    // wait for the process to start, not a timing assertion).
+    const auto holds_pm_qos = [pid] {
+      std::error_code ec;
+      const std::filesystem::path fds = "/proc/" + std::to_string(pid) + "/fd";
+      for (const auto& e : std::filesystem::directory_iterator(fds, ec)) {
+        std::error_code link_ec;
+        if (std::filesystem::read_symlink(e.path(), link_ec) == "/dev/cpu_dma_latency") return true;
+      }
+      return false;
+    };
+    bool held = false;
+    for (int i = 0; i < 1000 && !held; ++i) {
+      held = holds_pm_qos();
+      if (!held) usleep(10000);
+    }
+    CHECK(held);
+    // The kernel's aggregate CPU latency limit honours the request (other
+    // holders may ask for less).
+    std::int32_t limit = -1;
+    if (const int q = ::open("/dev/cpu_dma_latency", O_RDONLY); q >= 0) {
+      CHECK(::read(q, &limit, sizeof limit) == static_cast<ssize_t>(sizeof limit));
+      ::close(q);
+    }
+    CHECK(limit >= 0);
+    CHECK(limit <= 7);
+    CHECK(holds_pm_qos());  // still held after some time running
+    REQUIRE(kill(pid, SIGINT) == 0);
+    int st = 0;
+    REQUIRE(waitpid(pid, &st, 0) == pid);
+    REQUIRE(WIFEXITED(st));
+    CHECK(WEXITSTATUS(st) == 0);
+    CHECK(slurp(out.path).find("# /dev/cpu_dma_latency set to 7us\n") != std::string::npos);
+  }
 }
 
 // ---------------------------------------------------------------- limits

@@ -34,6 +34,8 @@ enum long_only : int {
   opt_cid,
   opt_help,
   opt_fifo,
+  opt_laptop,
+  opt_latency,
 };
 
 const option long_options[] = {
@@ -44,6 +46,8 @@ const option long_options[] = {
     {"histfile", required_argument, nullptr, opt_histfile},
     {"interval", required_argument, nullptr, 'i'},
     {"json", required_argument, nullptr, opt_json},
+    {"laptop", no_argument, nullptr, opt_laptop},
+    {"latency", required_argument, nullptr, opt_latency},
     {"loops", required_argument, nullptr, 'l'},
     {"mlockall", no_argument, nullptr, 'm'},
     {"priority", required_argument, nullptr, 'p'},
@@ -102,6 +106,10 @@ std::string flag_name(int c) {
       return "--histfile";
     case opt_json:
       return "--json";
+    case opt_laptop:
+      return "--laptop";
+    case opt_latency:
+      return "--latency";
     case opt_topology:
       return "--topology";
     case opt_timer_spin:
@@ -431,6 +439,12 @@ parse_result parse_options(int argc, char** argv) {
         if (arg.empty()) err = bad(c, arg, "is an empty path");
         o.json = arg;
         break;
+      case opt_laptop:
+        o.laptop = true;
+        break;
+      case opt_latency:
+        number(c, arg, 0, max_latency_target_us, o.latency_target_us, err);
+        break;
       case opt_topology:
         o.topology_text = arg;
         if (arg == "system") {
@@ -693,6 +707,11 @@ std::string usage(std::string_view program) {
          "         --histfile=PATH  write the histogram to PATH instead of stdout\n"
          "-i INTV  --interval=INTV  base interval of thread in us, default=1000\n"
          "         --json=FILE      write final results into FILE, JSON formatted\n"
+         "         --laptop         do not hold /dev/cpu_dma_latency (saves battery;\n"
+         "                          deeper C-states, poorer latencies)\n"
+         "         --latency=US     PM QoS target held in /dev/cpu_dma_latency while\n"
+         "                          running, 0..2000000000, default 0 (keeps CPUs out\n"
+         "                          of deep C-states, as cyclictest does)\n"
          "-l LOOPS --loops=LOOPS    number of loops: default=0 (endless)\n"
          "-m       --mlockall       lock current and future memory allocations\n"
          "-p PRIO  --priority=PRIO  task priority 0..99, default 0; PRIO > 0 also runs\n"

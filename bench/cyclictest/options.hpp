@@ -40,6 +40,9 @@ inline constexpr std::uint64_t max_histogram_bytes = std::uint64_t{1} << 30;
 /// in nanoseconds and the release times computed from it stay far inside
 /// the clock's range.
 inline constexpr std::uint64_t max_interval_us = std::uint64_t{1} << 40;
+/// Largest --latency: the kernel's largest CPU latency QoS value
+/// (PM_QOS_CPU_LATENCY_DEFAULT_VALUE, 2000 s, in us); above it the write fails.
+inline constexpr std::int32_t max_latency_target_us = 2000000000;
 /// Largest --bandwidth period in us: the runtime's bandwidth_options::max_period.
 inline constexpr std::uint64_t max_bandwidth_period_us =
     static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
@@ -104,6 +107,10 @@ struct options {
   std::uint64_t histogram_us = 0;    ///< -h: histogram buckets (us); 0 = no histogram
   std::string histfile;              ///< --histfile: histogram there instead of stdout
   std::string json;                  ///< --json: cyclictest's JSON summary to this file
+  bool laptop = false;               ///< --laptop: leave /dev/cpu_dma_latency alone
+  /// --latency: the PM QoS target written into /dev/cpu_dma_latency (and
+  /// held while the run lasts), in us; cyclictest's default 0.
+  std::int32_t latency_target_us = 0;
   // --- urt's own ---
   urt::topology_source topology = urt::topology_source::system();
   std::string topology_text = "system";       ///< --topology as given
