@@ -49,7 +49,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (o.interval_us < 1 || o.interval_us > ct::max_interval_us) fail("-i out of range", args);
   if (o.distance_us > ct::max_interval_us) fail("-d out of range", args);
   if (o.histogram_us > ct::histogram_max_us) fail("-h out of range", args);
+  // As cyclictest: a priority means SCHED_FIFO, whatever --policy says.
+  if (o.priority > 0 && o.effective_policy() != urt::worker_policy::fifo) {
+    fail("-p > 0 without SCHED_FIFO", args);
+  }
   if (o.duration_s > ct::max_duration_s) fail("-D out of range", args);
+  if (o.latency_target_us < 0 || o.latency_target_us > ct::max_latency_target_us) {
+    fail("--latency out of range", args);
+  }
   if (o.load_tasks > 1000 || o.load_priority < 0 || o.load_priority > urt::priority_max) {
     fail("--load out of range", args);
   }

@@ -42,8 +42,8 @@ using namespace urt_cyclictest;
 volatile std::sig_atomic_t g_signalled = 0;
 extern "C" void on_signal(int /*sig*/) { g_signalled = 1; }
 
-/// Buckets kept for the percentiles when no -h is given (10 ms).
-constexpr std::size_t default_buckets = 10000;
+/// Histogram buckets when no -h is given (10 ms): latency_stats' exact range.
+constexpr std::size_t default_buckets = latency_stats::exact_buckets;
 
 /// One measuring thread: its stats and the handle its task cancels itself
 /// through once -l loops are recorded.
@@ -103,21 +103,28 @@ struct load_task {
   }
 };
 
-/// cyclictest's /dev/cpu_dma_latency trick (keeps CPUs out of deep C-states
-/// while the fd is open), so that both tools run under the same PM QoS.
-int set_latency_target() {
+/// cyclictest's /dev/cpu_dma_latency trick: the PM QoS request holds while
+/// the fd is open (at 0 us CPUs stay out of deep C-states), so that both
+/// tools run under the same PM QoS. --latency sets the value, --laptop
+/// skips it, with cyclictest's messages.
+int set_latency_target(const options& o) {
+  if (o.laptop) {
+    std::fprintf(stderr, "WARN: not setting cpu_dma_latency to save battery power\n");
+    return -1;
+  }
   const int fd = ::open("/dev/cpu_dma_latency", O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     std::fprintf(stderr, "# WARN: open /dev/cpu_dma_latency: %s\n", std::strerror(errno));
     return -1;
   }
-  const std::int32_t zero = 0;
-  if (::write(fd, &zero, sizeof zero) < 1) {
-    std::fprintf(stderr, "# error setting cpu_dma_latency to 0: %s\n", std::strerror(errno));
+  const std::int32_t value = o.latency_target_us;
+  if (::write(fd, &value, sizeof value) < 1) {
+    std::fprintf(stderr, "# error setting cpu_dma_latency to %d: %s\n", static_cast<int>(value),
+                 std::strerror(errno));
     ::close(fd);
     return -1;
   }
-  std::printf("# /dev/cpu_dma_latency set to 0us\n");
+  std::printf("# /dev/cpu_dma_latency set to %dus\n", static_cast<int>(value));
   return fd;
 }
 
@@ -251,7 +258,7 @@ std::string urt_json(const options& o, const urt::runtime_options& ro, const urt
                      const std::vector<int>& measuring_workers,
                      bool fell_back, std::uint64_t buckets, std::uint64_t load_runs,
                      const urt::group_stats* cid_group,
-                     const urt::per_cid<std::uint64_t>* cid_counts) {
+                     const urt::per_cid<std::uint64_t>* cid_counts, bool pm_qos_held) {
   const auto b = [](bool v) { return v ? "true" : "false"; };
   std::string s = "{\n";
   s += "    \"version\": " + json_string(URT_CYCLICTEST_VERSION) + ",\n";
@@ -270,6 +277,10 @@ std::string urt_json(const options& o, const urt::runtime_options& ro, const urt
        ",\n";
   s += "    \"overrun\": " + json_string(name_of(overrun_spellings, o.overrun)) + ",\n";
   s += "    \"lock_memory\": " + std::string(b(o.mlockall)) + ",\n";
+  // The PM QoS request held during the run (null: none, --laptop or no
+  // /dev/cpu_dma_latency to open).
+  s += "    \"cpu_dma_latency_us\": " +
+       (pm_qos_held ? std::to_string(o.latency_target_us) : std::string("null")) + ",\n";
   s += "    \"timer_spin_us\": " + std::to_string(o.timer_spin_us) + ",\n";
   s += "    \"timer_wake\": " + json_string(name_of(timer_wake_spellings, ro.timer_wake)) + ",\n";
   const urt::worker_stats total = rt.stats().total();
@@ -326,7 +337,7 @@ int run(options o) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  const int latency_fd = set_latency_target();
+  const int latency_fd = set_latency_target(o);
   const std::string start_time = rfc2822_now();
 
   // Declared before the runtime: its tasks point into these, so they must
@@ -378,6 +389,9 @@ int run(options o) {
   // what check_histogram_memory() counted.
   static_assert(histogram_bucket_bytes == 2 * sizeof(std::uint64_t));
   const std::size_t buckets = o.histogram_us != 0 ? o.histogram_us : default_buckets;
+  // The 1 us buckets the percentiles count in (latencies above them are
+  // kept by value): at least default_buckets, whatever -h.
+  const std::size_t exact_buckets = std::max(buckets, latency_stats::exact_buckets);
   const std::size_t outliers = o.histogram_us != 0 ? o.histogram_us : 0;
   threads.reserve(nthreads);
   for (unsigned i = 0; i < nthreads; ++i) {
@@ -536,9 +550,9 @@ int run(options o) {
     h.end_time = end_time;
     h.return_code = rc;
     h.urt_object =
-        urt_json(o, ro, *rt, measuring_workers, fell_back, buckets,
+        urt_json(o, ro, *rt, measuring_workers, fell_back, exact_buckets,
                  load.runs.load(std::memory_order_relaxed),
-                 o.cid ? &cid_stats : nullptr, cid_counts.get());
+                 o.cid ? &cid_stats : nullptr, cid_counts.get(), latency_fd >= 0);
     const std::string json = format_json(h, reports);
     if (o.json == "-") {
       std::fputs(json.c_str(), stdout);
@@ -557,6 +571,7 @@ int run(options o) {
 int main(int argc, char** argv) {
   parse_result parsed = parse_options(argc, argv);
   if (!parsed.ok()) usage_error(parsed.error);
+  for (const std::string& w : parsed.warnings) std::fprintf(stderr, "urt-cyclictest: %s\n", w.c_str());
   if (parsed.opts.help) {
     std::fputs(usage().c_str(), stdout);
     return 0;

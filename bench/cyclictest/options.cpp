@@ -33,6 +33,9 @@ enum long_only : int {
   opt_bandwidth,
   opt_cid,
   opt_help,
+  opt_fifo,
+  opt_laptop,
+  opt_latency,
 };
 
 const option long_options[] = {
@@ -43,6 +46,8 @@ const option long_options[] = {
     {"histfile", required_argument, nullptr, opt_histfile},
     {"interval", required_argument, nullptr, 'i'},
     {"json", required_argument, nullptr, opt_json},
+    {"laptop", no_argument, nullptr, opt_laptop},
+    {"latency", required_argument, nullptr, opt_latency},
     {"loops", required_argument, nullptr, 'l'},
     {"mlockall", no_argument, nullptr, 'm'},
     {"priority", required_argument, nullptr, 'p'},
@@ -61,7 +66,11 @@ const option long_options[] = {
     {"throttle", required_argument, nullptr, opt_throttle},
     {"bandwidth", required_argument, nullptr, opt_bandwidth},
     {"cid", required_argument, nullptr, opt_cid},
-    {"fifo-priority", required_argument, nullptr, opt_fifo_priority},
+    // urt's own flags that could be read as a cyclictest flag carry urt- (a
+    // --fifo-priority would be cyclictest's --fifo=PATH to a reader).
+    {"urt-fifo-priority", required_argument, nullptr, opt_fifo_priority},
+    // cyclictest's, rejected with the reason.
+    {"fifo", required_argument, nullptr, opt_fifo},
     {"load", required_argument, nullptr, opt_load},
     {"help", no_argument, nullptr, opt_help},
     {nullptr, 0, nullptr, 0},
@@ -69,7 +78,7 @@ const option long_options[] = {
 
 // Leading ':' : a missing argument returns ':' instead of '?'; opterr = 0
 // keeps getopt itself quiet, every message is ours.
-constexpr const char* short_options = ":a::d:D:h:i:l:mp:qt::";
+constexpr const char* short_options = ":a::d:D:F:h:i:l:mp:qt::";
 
 std::string flag_name(int c) {
   switch (c) {
@@ -97,6 +106,10 @@ std::string flag_name(int c) {
       return "--histfile";
     case opt_json:
       return "--json";
+    case opt_laptop:
+      return "--laptop";
+    case opt_latency:
+      return "--latency";
     case opt_topology:
       return "--topology";
     case opt_timer_spin:
@@ -110,7 +123,10 @@ std::string flag_name(int c) {
     case opt_policy:
       return "--policy";
     case opt_fifo_priority:
-      return "--fifo-priority";
+      return "--urt-fifo-priority";
+    case 'F':
+    case opt_fifo:
+      return "-F/--fifo";
     case opt_load:
       return "--load";
     case opt_cpupri:
@@ -232,14 +248,29 @@ bool budget(int c, std::string_view text, urt::bandwidth_options& out, std::stri
   return true;
 }
 
+constexpr std::string_view duration_units = "sSmMhHdD";
+
+// The characters of a duration after its number and unit: cyclictest's
+// parse_time_string() reads the number and one unit letter and ignores the
+// rest ("1m5" is 60 s); empty when there are none or `text` is no duration.
+std::string_view duration_rest(std::string_view text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits == text.size() ||
+      duration_units.find(text[digits]) == std::string_view::npos) {
+    return {};
+  }
+  return text.substr(digits + 1);
+}
+
 // Whether `text` is spelled as a duration (digits, then at most one of the
-// suffixes), whatever its value: parse_duration() rejects such a text only
-// for its size.
+// units and whatever follows it), whatever its value: parse_duration()
+// rejects such a text only for its size.
 bool duration_syntax(std::string_view text) {
   std::size_t digits = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0 || text.size() > digits + 1) return false;
-  return text.size() == digits || std::string_view("sSmMhHdD").find(text[digits]) != std::string_view::npos;
+  if (digits == 0) return false;
+  return text.size() == digits || duration_units.find(text[digits]) != std::string_view::npos;
 }
 
 }  // namespace
@@ -247,12 +278,12 @@ bool duration_syntax(std::string_view text) {
 std::optional<std::uint64_t> parse_duration(std::string_view text) {
   std::size_t digits = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0 || text.size() > digits + 1) return std::nullopt;
+  if (!duration_syntax(text)) return std::nullopt;
   std::uint64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + digits, v);
   if (ec != std::errc{} || end != text.data() + digits) return std::nullopt;
   std::uint64_t scale = 1;
-  if (text.size() == digits + 1) {
+  if (text.size() > digits) {
     switch (text[digits]) {
       case 's':
       case 'S':
@@ -297,13 +328,33 @@ parse_result parse_options(int argc, char** argv) {
     return nullptr;
   };
 
+  // -p and --policy in the order given: cyclictest switches --policy=other
+  // to FIFO when a priority is given, with a warning if -p came first.
+  bool priority_seen = false;
+  bool warn_policy = false;
+
   optind = 0;  // GNU: full re-initialisation
   opterr = 0;
   for (;;) {
-    int index = 0;
+    int index = -1;
     const int c = getopt_long(argc, argv, short_options, long_options, &index);
     if (c == -1) break;
     const std::string_view arg = optarg != nullptr ? std::string_view(optarg) : std::string_view();
+    if (index >= 0 && optind >= 1) {
+      // getopt_long also takes any unique prefix of a long option (--histo
+      // would be --histfile here, while cyclictest, which also has
+      // --histofall, rejects it): only the full name is accepted. The
+      // element is the last one taken, or the one before it when the value
+      // was given apart.
+      const bool apart = optarg != nullptr && optind >= 2 && optarg == argv[optind - 1];
+      const std::string_view element(argv[optind - (apart ? 2 : 1)]);
+      const std::string_view given = element.substr(2, element.find('=') - 2);
+      if (given != long_options[index].name) {
+        err = "unknown option '" + std::string(element) + "' (long options are taken only in full: --" +
+              long_options[index].name + ")";
+        return r;
+      }
+    }
     switch (c) {
       case 'a': {
         o.affinity = true;
@@ -322,6 +373,11 @@ parse_result parse_options(int argc, char** argv) {
       case 'D':
         if (auto d = parse_duration(arg)) {
           o.duration_s = *d;
+          if (const std::string_view rest = duration_rest(arg); !rest.empty()) {
+            r.warnings.push_back(bad(c, arg, "is read as " + std::to_string(*d) +
+                                                 " s, as cyclictest reads it: what follows the "
+                                                 "unit ('" + std::string(rest) + "') is ignored"));
+          }
         } else if (duration_syntax(arg)) {
           err = bad(c, arg,
                     "is out of range: at most " + std::to_string(max_duration_s) +
@@ -331,7 +387,8 @@ parse_result parse_options(int argc, char** argv) {
         }
         break;
       case 'h':
-        number(c, arg, std::uint64_t{0}, histogram_max_us, o.histogram_us, err);
+        // cyclictest rejects -h 0 too: no histogram is -h left out.
+        number(c, arg, std::uint64_t{1}, histogram_max_us, o.histogram_us, err);
         break;
       case 'i':
         number(c, arg, std::uint64_t{1}, max_us, o.interval_us, err);
@@ -345,16 +402,32 @@ parse_result parse_options(int argc, char** argv) {
         break;
       case 'p':
         number(c, arg, 0, urt::priority_max, o.priority, err);
+        priority_seen = true;
+        warn_policy = false;  // cyclictest: -p switches an earlier other to FIFO silently
         break;
       case 'q':
         o.quiet = true;
         break;
       case 't': {
-        const char* value = optarg != nullptr ? optarg : detached_value(all_digits);
-        if (value == nullptr) {
-          o.threads = -1;  // one per worker
-        } else {
+        if (optarg != nullptr) {
+          // -tN, --threads=N: cyclictest rejects 0 there.
+          if (all_digits(arg) && arg.find_first_not_of('0') == std::string_view::npos) {
+            err = bad(c, arg,
+                      "is out of range 1.." + std::to_string(max_threads) +
+                          " (as in cyclictest; -t alone, or -t 0 apart, runs one per CPU)");
+          } else {
+            number(c, arg, 1, max_threads, o.threads, err);
+          }
+          break;
+        }
+        // -t N apart: cyclictest takes N only when it is not 0 (atoi), and
+        // runs one thread per CPU otherwise, as without N.
+        const char* value = detached_value(all_digits);
+        if (value != nullptr &&
+            std::string_view(value).find_first_not_of('0') != std::string_view::npos) {
           number(c, value, 1, max_threads, o.threads, err);
+        } else {
+          o.threads = -1;  // one per worker, i.e. per CPU the workers may use
         }
         break;
       }
@@ -365,6 +438,12 @@ parse_result parse_options(int argc, char** argv) {
       case opt_json:
         if (arg.empty()) err = bad(c, arg, "is an empty path");
         o.json = arg;
+        break;
+      case opt_laptop:
+        o.laptop = true;
+        break;
+      case opt_latency:
+        number(c, arg, 0, max_latency_target_us, o.latency_target_us, err);
         break;
       case opt_topology:
         o.topology_text = arg;
@@ -394,7 +473,10 @@ parse_result parse_options(int argc, char** argv) {
       }
       case opt_policy: {
         urt::worker_policy v{};
-        if (choose(c, arg, policy_spellings, v, err)) o.policy = v;
+        if (choose(c, arg, policy_spellings, v, err)) {
+          o.policy = v;
+          warn_policy = v == urt::worker_policy::other && priority_seen;
+        }
         break;
       }
       case opt_cpupri:
@@ -443,13 +525,22 @@ parse_result parse_options(int argc, char** argv) {
       case opt_help:
         o.help = true;
         break;
+      case 'F':
+      case opt_fifo:
+        err = bad(c, arg,
+                  "is not supported: urt-cyclictest writes no status to a named pipe (the "
+                  "SCHED_FIFO priority of urt's workers is --urt-fifo-priority)");
+        break;
       case ':':
         err = flag_name(optopt) + ": missing value";
         break;
       case '?':
       default: {
         const char* text = optind > 0 && optind <= argc ? argv[optind - 1] : "";
-        if (std::string_view(text).starts_with("--") || optopt == 0 || optopt > 255) {
+        if (std::string_view(text).starts_with("--fifo-")) {
+          err = std::string("unknown option '") + text +
+                "': urt's worker priority flag is --urt-fifo-priority";
+        } else if (std::string_view(text).starts_with("--") || optopt == 0 || optopt > 255) {
           err = std::string("unknown or malformed option '") + text + "'";
         } else {
           err = std::string("unknown option '-") + static_cast<char>(optopt) + "'";
@@ -464,6 +555,16 @@ parse_result parse_options(int argc, char** argv) {
       err = std::string("unexpected argument '") + argv[i] + "'";
       return r;
     }
+  }
+  // cyclictest: "policy and priority don't match: setting policy to
+  // SCHED_FIFO" (a priority means a real-time policy), warned when
+  // --policy=other came after -p, silent when before.
+  if (o.priority > 0 && o.policy == urt::worker_policy::other) {
+    if (warn_policy) {
+      r.warnings.push_back("--policy: 'other' and -p/--priority: '" + std::to_string(o.priority) +
+                           "' don't match: setting policy to SCHED_FIFO, as cyclictest does");
+    }
+    o.policy.reset();  // fifo because of -p, falling back as without --policy
   }
   // Both flags seen: a strict budget of nothing would never run a FIFO task
   // (the runtime refuses it too; this names the flags).
@@ -484,7 +585,7 @@ std::string check_histogram_memory(const options& o, unsigned threads) {
   if (o.histogram_us == 0 || threads == 0) return {};
   if (o.histogram_us > histogram_max_us) {
     return bad('h', std::to_string(o.histogram_us),
-               "is out of range 0.." + std::to_string(histogram_max_us));
+               "is out of range 1.." + std::to_string(histogram_max_us));
   }
   // At most 16 MB a thread; compared without multiplying by the count.
   const std::uint64_t per_thread = o.histogram_us * histogram_bucket_bytes;
@@ -562,7 +663,7 @@ std::string flag_error(const options& o, std::string_view what) {
   } else if (starts("idle_spin")) {
     flag = "--idle-spin: '" + std::to_string(o.idle_spin_us.value_or(0)) + "'";
   } else if (starts("fifo_priority")) {
-    flag = "--fifo-priority: '" + std::to_string(o.effective_fifo_priority()) + "'";
+    flag = "--urt-fifo-priority: '" + std::to_string(o.effective_fifo_priority()) + "'";
   } else if (starts("policy")) {
     flag = std::string(o.policy ? "--policy: 'fifo'"
                                 : "-p/--priority: '" + std::to_string(o.priority) +
@@ -596,22 +697,31 @@ std::string usage(std::string_view program) {
          "-d DIST  --distance=DIST  distance of thread intervals in us, default=500\n"
          "                          (ignored, as in cyclictest, when -h is given);\n"
          "                          no thread's interval may exceed 2^40 us\n"
-         "-D TIME  --duration=TIME  length of the run; append s, m, h or d\n"
-         "-h US    --histogram=US   dump a latency histogram up to US to stdout after\n"
-         "                          the run (all threads at the same interval); the\n"
+         "-D TIME  --duration=TIME  length of the run; append s, m, h or d (as in\n"
+         "                          cyclictest, what follows the unit is ignored: 1m5 = 60 s)\n"
+         "-h US    --histogram=US   dump a latency histogram up to US (1..1000000) to\n"
+         "                          stdout after the run (all threads at the same\n"
+         "                          interval); the\n"
          "                          histograms, threads x US x 16 bytes, may take at\n"
          "                          most 1 GiB (e.g. -t 64 -h 1000000, -t 1024 -h 65536)\n"
          "         --histfile=PATH  write the histogram to PATH instead of stdout\n"
          "-i INTV  --interval=INTV  base interval of thread in us, default=1000\n"
          "         --json=FILE      write final results into FILE, JSON formatted\n"
+         "         --laptop         do not hold /dev/cpu_dma_latency (saves battery;\n"
+         "                          deeper C-states, poorer latencies)\n"
+         "         --latency=US     PM QoS target held in /dev/cpu_dma_latency while\n"
+         "                          running, 0..2000000000, default 0 (keeps CPUs out\n"
+         "                          of deep C-states, as cyclictest does)\n"
          "-l LOOPS --loops=LOOPS    number of loops: default=0 (endless)\n"
          "-m       --mlockall       lock current and future memory allocations\n"
          "-p PRIO  --priority=PRIO  task priority 0..99, default 0; PRIO > 0 also runs\n"
          "                          the workers SCHED_FIFO at PRIO, like cyclictest's\n"
-         "                          threads (falls back to SCHED_OTHER when refused)\n"
+         "                          threads (falls back to SCHED_OTHER when refused),\n"
+         "                          also with --policy=other, as cyclictest\n"
          "-q       --quiet          print a summary only on exit\n"
          "-t [NUM] --threads[=NUM]  number of measuring tasks, 1..1024 (one periodic task\n"
-         "                          each); without NUM one per worker; without -t 1\n"
+         "                          each); without NUM, or -t 0, one per worker (one per\n"
+         "                          CPU the workers may use); without -t 1\n"
          "\n"
          "urt's options:\n"
          "         --topology=system|synthetic:DESCRIPTION|xml:PATH  default system\n"
@@ -625,8 +735,8 @@ std::string usage(std::string_view program) {
          "         --idle-spin-policy=adaptive|fixed  spin at most US, adapted to when\n"
          "                          work arrives (default), or always US\n"
          "         --policy=other|fifo  OS policy of the workers (default: fifo when\n"
-         "                          -p > 0, else other)\n"
-         "         --fifo-priority=N  SCHED_FIFO priority of the workers 1..99\n"
+         "                          -p > 0, else other; other with -p > 0 is fifo)\n"
+         "         --urt-fifo-priority=N  SCHED_FIFO priority of the workers 1..99\n"
          "                          (default: the -p value, else 90)\n"
          "         --cpupri=global|per_numa|per_llc|per_llc_bytes  layout of the\n"
          "                          priority map placement uses (default per_llc_bytes)\n"
@@ -657,6 +767,7 @@ std::string usage(std::string_view program) {
          "                          each busy-spinning ~100 us and respawning itself\n"
          "         --help           print this text and exit\n"
          "\n"
+         "Long options are taken only in full. -F/--fifo (a named pipe) is not supported.\n"
          "Bad options, and --json or --histfile paths that cannot be opened for\n"
          "writing, exit with status 2 before the run. SIGINT/SIGTERM end the run;\n"
          "the summary, histogram and JSON are still written.\n";

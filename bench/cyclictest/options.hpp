@@ -31,13 +31,18 @@ inline constexpr std::uint64_t histogram_bucket_bytes = 16;
 /// histogram (-h 1000000, 16 MB a thread) fits 67 threads, and 1024 threads
 /// fit -h 65536. A fixed bound rather than the machine's memory, so that a
 /// command line is accepted or refused alike on every machine. (Without -h
-/// a thread keeps 10000 8-byte buckets: 80 MB for max_threads.)
+/// or with -h below 10000 a thread keeps 10000 8-byte buckets for exact
+/// percentiles and a 32 KB table of the values above them: 112 MB for
+/// max_threads.)
 inline constexpr std::uint64_t max_histogram_bytes = std::uint64_t{1} << 30;
 /// Largest interval of any measuring thread, and of -i, -d, --timer-spin
 /// and --idle-spin, in us: 2^40 us (about 12.7 days), so that the interval
 /// in nanoseconds and the release times computed from it stay far inside
 /// the clock's range.
 inline constexpr std::uint64_t max_interval_us = std::uint64_t{1} << 40;
+/// Largest --latency: the kernel's largest CPU latency QoS value
+/// (PM_QOS_CPU_LATENCY_DEFAULT_VALUE, 2000 s, in us); above it the write fails.
+inline constexpr std::int32_t max_latency_target_us = 2000000000;
 /// Largest --bandwidth period in us: the runtime's bandwidth_options::max_period.
 inline constexpr std::uint64_t max_bandwidth_period_us =
     static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
@@ -102,6 +107,10 @@ struct options {
   std::uint64_t histogram_us = 0;    ///< -h: histogram buckets (us); 0 = no histogram
   std::string histfile;              ///< --histfile: histogram there instead of stdout
   std::string json;                  ///< --json: cyclictest's JSON summary to this file
+  bool laptop = false;               ///< --laptop: leave /dev/cpu_dma_latency alone
+  /// --latency: the PM QoS target written into /dev/cpu_dma_latency (and
+  /// held while the run lasts), in us; cyclictest's default 0.
+  std::int32_t latency_target_us = 0;
   // --- urt's own ---
   urt::topology_source topology = urt::topology_source::system();
   std::string topology_text = "system";       ///< --topology as given
@@ -110,7 +119,7 @@ struct options {
   std::optional<std::uint64_t> idle_spin_us;  ///< --idle-spin; nullopt = runtime default
   urt::spin_policy idle_spin_policy = urt::runtime_options{}.idle_spin_policy;  ///< --idle-spin-policy
   std::optional<urt::worker_policy> policy;   ///< --policy; nullopt = fifo iff -p > 0
-  std::optional<int> fifo_priority;           ///< --fifo-priority; nullopt = -p, else 90
+  std::optional<int> fifo_priority;           ///< --urt-fifo-priority; nullopt = -p, else 90
   urt::cpupri_layout cpupri = urt::runtime_options{}.cpupri;  ///< --cpupri
   urt::migration_mode migration = urt::runtime_options{}.migration;  ///< --migration
   std::optional<int> ipi_timeout_us;  ///< --ipi-timeout (unset: the runtime's default)
@@ -154,6 +163,9 @@ struct options {
 struct parse_result {
   options opts;
   std::string error;  ///< empty on success: "FLAG: 'VALUE' why"
+  /// Accepted, but said on stderr, as cyclictest warns: a -D with
+  /// characters after its unit, --policy=other after -p.
+  std::vector<std::string> warnings;
   [[nodiscard]] bool ok() const noexcept { return error.empty(); }
 };
 
@@ -182,8 +194,9 @@ std::string usage(std::string_view program = "urt-cyclictest");
 inline constexpr std::uint64_t max_duration_s = std::uint64_t{1} << 32;
 
 /// Parses a cyclictest duration: a whole number of seconds with an optional
-/// suffix s, m, h or d (either case), at most max_duration_s. nullopt for
-/// anything else.
+/// unit s, m, h or d (either case), at most max_duration_s; as cyclictest's
+/// parse_time_string(), anything after the unit is ignored ("1m5" is 60 s).
+/// nullopt for anything else.
 std::optional<std::uint64_t> parse_duration(std::string_view text);
 
 /// Rewrites a runtime construction error (std::invalid_argument or
