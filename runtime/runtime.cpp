@@ -146,7 +146,7 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
   shared.migrate = migrate.get();
   shared.token = &token;
   shared.bells = &bells;
-  strand = std::make_unique<detail::stranded_marks>(static_cast<unsigned>(n));
+  strand = std::make_unique<detail::stranded_marks>(topo.workers());
   shared.strand = strand.get();
   shared.strand_peers = &strand_peers;
   shared.bandwidth_params = bandwidth_params.get();

@@ -2,39 +2,52 @@
 
 namespace urt::detail {
 
-stranded_marks::stranded_marks(unsigned workers)
-    : n_(workers),
-      words_n_((workers + 63) / 64),
-      words_(std::make_unique<std::atomic<std::uint64_t>[]>(words_n_)),
-      slots_(std::make_unique<slot[]>(workers)) {}
+stranded_marks::stranded_marks(std::span<const worker_place> workers) { lay_out(workers); }
+
+stranded_marks::stranded_marks(unsigned workers) {
+  std::vector<worker_place> flat(workers);
+  for (unsigned w = 0; w < workers; ++w) flat[w].worker = w;
+  lay_out(flat);
+}
+
+void stranded_marks::lay_out(std::span<const worker_place> workers) {
+  n_ = static_cast<unsigned>(workers.size());
+  // Each LLC starts on a line of its own; its workers fill bytes in id order.
+  line_of_.resize(n_);
+  slot_of_.resize(n_);
+  std::size_t line = 0;
+  unsigned byte = 0;
+  for (unsigned w = 0; w < n_; ++w) {
+    const bool new_llc = w > 0 && workers[w].llc != workers[w - 1].llc;
+    if (w > 0 && (new_llc || byte == 64)) {
+      ++line;
+      byte = 0;
+    }
+    line_of_[w] = line;
+    slot_of_[w] = static_cast<std::uint8_t>(byte++);
+  }
+  lines_n_ = n_ == 0 ? 0 : line + 1;
+  lines_ = std::make_unique<byte_line[]>(lines_n_ == 0 ? 1 : lines_n_);
+  slots_ = std::make_unique<slot[]>(n_ == 0 ? 1 : n_);
+}
 
 bool stranded_marks::any() const noexcept {
-  for (unsigned i = 0; i < words_n_; ++i) {
-    if (words_[i].load(std::memory_order_relaxed) != 0) return true;
+  for (std::size_t l = 0; l < lines_n_; ++l) {
+    for (const auto& b : lines_[l].bytes) {
+      if (b.load(std::memory_order_relaxed) != 0) return true;
+    }
   }
   return false;
 }
 
 unsigned stranded_marks::next(unsigned after, unsigned self) const noexcept {
-  // Words from the one holding `after`, wrapping around once; in the first
-  // word only bits above `after`, in the last pass only bits up to it.
-  const unsigned start = after == none || after >= n_ ? n_ - 1 : after;
-  for (unsigned k = 0; k <= words_n_; ++k) {
-    const unsigned wi = (start / 64 + k) % words_n_;
-    std::uint64_t v = words_[wi].load(std::memory_order_relaxed);
-    if (k == 0) {
-      const unsigned b = start % 64;
-      v = b == 63 ? 0 : v & ~((std::uint64_t{2} << b) - 1);  // above `start` only
-    }
-    if (k == words_n_) {
-      const unsigned b = start % 64;
-      v &= b == 63 ? ~std::uint64_t{0} : (std::uint64_t{2} << b) - 1;  // up to `start`
-    }
-    while (v != 0) {
-      const unsigned w = wi * 64 + static_cast<unsigned>(std::countr_zero(v));
-      if (w != self && w < n_) return w;
-      v &= v - 1;
-    }
+  if (n_ == 0) return none;
+  // From the worker after `after` round to `after` itself (from worker 0
+  // when `after` is none).
+  const unsigned first = after == none || after >= n_ ? 0 : (after + 1) % n_;
+  for (unsigned k = 0; k < n_; ++k) {
+    const unsigned w = (first + k) % n_;
+    if (w != self && marked(w)) return w;
   }
   return none;
 }

@@ -6,17 +6,18 @@
 // Here an idle worker takes such an inbox into its owner's run queue for
 // it, where pulls and pushes see the tasks, and pulls one.
 //
-// stranded_marks (one per runtime): a bit per worker, "a remote spawn went
-// into this worker's inbox while it was not parked", and a count of each
-// worker's scheduling points.
+// stranded_marks (one per runtime): a byte per worker, "a remote spawn went
+// into this worker's inbox while it was not parked", on per-LLC cache lines
+// and written with plain stores (no RMW on a line other workers share), and
+// a count of each worker's scheduling points.
 //   - mark(w): the spawner, after its push into w's inbox, when its ring
 //     found w not parking (a parked worker is woken by the ring and drains
 //     its inbox itself).
 //   - point(w, pending): the owner, at each scheduling point after it took
 //     nodes out of its inbox (under its queue lock): counts the point and
-//     clears the bit once the inbox is empty.
+//     clears the mark once the inbox is empty.
 //   - any(), next(), points(): any thread (an idle worker's watch).
-// The bit is never clear while a node sits in the inbox of a worker that
+// The mark is never clear while a node sits in the inbox of a worker that
 // takes no more scheduling points (a Dekker pair): the spawner's enqueue,
 // the inbox's level bit and its ring's seq_cst fence come before its load
 // of the mark; the owner clears the mark, then a seq_cst fence, then it
@@ -38,12 +39,14 @@
 #pragma once
 
 #include <atomic>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "urt/timer.hpp"
+#include "urt/topology.hpp"
 
 namespace urt::detail {
 
@@ -51,16 +54,22 @@ class stranded_marks {
  public:
   static constexpr unsigned none = ~0U;
 
+  /// Marks for `workers` (dense ids, each LLC a contiguous id range, as
+  /// urt::topology produces): a byte per worker, each LLC's on cache lines
+  /// of its own, as the overload mask lays them out, so that spawners and
+  /// owners in one LLC never write a line another LLC's workers use.
+  explicit stranded_marks(std::span<const worker_place> workers);
+  /// `workers` workers in one LLC (unit tests).
   explicit stranded_marks(unsigned workers);
 
   /// Spawner, after its push into w's inbox and its ring (whose seq_cst
   /// fence orders the push before this load): marks w unless it is marked.
+  /// A plain byte store, no RMW: two spawners storing 1 agree.
   void mark(unsigned w) noexcept {
-    std::atomic<std::uint64_t>& word = words_[w / 64];
-    const std::uint64_t bit = std::uint64_t{1} << (w % 64);
+    std::atomic<std::uint8_t>& m = flag(w);
     // Relaxed: the ring's fence is the spawner's half of the Dekker pair
     // with point()'s clear (see the top).
-    if ((word.load(std::memory_order_relaxed) & bit) == 0) word.fetch_or(bit, std::memory_order_relaxed);
+    if (m.load(std::memory_order_relaxed) == 0) m.store(1, std::memory_order_relaxed);
   }
 
   /// Owner of w, at a scheduling point, after taking nodes out of its
@@ -70,22 +79,22 @@ class stranded_marks {
   void point(unsigned w, Pending&& inbox_pending) noexcept {
     slot& s = slots_[w];
     s.points.store(s.points.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    std::atomic<std::uint64_t>& word = words_[w / 64];
-    const std::uint64_t bit = std::uint64_t{1} << (w % 64);
-    if ((word.load(std::memory_order_relaxed) & bit) == 0 || inbox_pending()) return;
-    word.fetch_and(~bit, std::memory_order_relaxed);
+    std::atomic<std::uint8_t>& m = flag(w);
+    if (m.load(std::memory_order_relaxed) == 0 || inbox_pending()) return;
+    m.store(0, std::memory_order_relaxed);
     // The owner's half of the Dekker pair with mark(): pairs with the
     // seq_cst fence of the spawner's doorbell::ring() (see the top).
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (inbox_pending()) word.fetch_or(bit, std::memory_order_relaxed);  // a push came in meanwhile
+    if (inbox_pending()) m.store(1, std::memory_order_relaxed);  // a push came in meanwhile
   }
 
   /// Any thread: whether any worker is marked (relaxed: a hint for the
-  /// watch, which re-reads the mark before it acts).
+  /// watch, which re-reads the mark before it acts). Reads every line: an
+  /// idle worker's look before it parks, never a spawn's.
   [[nodiscard]] bool any() const noexcept;
   /// Any thread: whether w is marked.
   [[nodiscard]] bool marked(unsigned w) const noexcept {
-    return (words_[w / 64].load(std::memory_order_relaxed) >> (w % 64) & 1) != 0;
+    return flag(w).load(std::memory_order_relaxed) != 0;
   }
   /// Any thread: the first marked worker after `after` other than `self`,
   /// wrapping around, or none.
@@ -98,12 +107,22 @@ class stranded_marks {
   [[nodiscard]] unsigned worker_count() const noexcept { return n_; }
 
  private:
+  struct alignas(64) byte_line {
+    std::atomic<std::uint8_t> bytes[64];
+  };
   struct alignas(64) slot {
     std::atomic<std::uint64_t> points{0};  // owner writes; a line of its own
   };
-  const unsigned n_;
-  const unsigned words_n_;
-  std::unique_ptr<std::atomic<std::uint64_t>[]> words_;
+  [[nodiscard]] std::atomic<std::uint8_t>& flag(unsigned w) const noexcept {
+    return lines_[line_of_[w]].bytes[slot_of_[w]];
+  }
+  void lay_out(std::span<const worker_place> workers);
+
+  unsigned n_ = 0;
+  std::size_t lines_n_ = 0;
+  std::vector<std::size_t> line_of_;    // worker -> its byte's line
+  std::vector<std::uint8_t> slot_of_;   // worker -> its byte within the line
+  std::unique_ptr<byte_line[]> lines_;  // value-initialized: nobody marked
   std::unique_ptr<slot[]> slots_;
 };
 

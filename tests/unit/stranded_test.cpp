@@ -4,6 +4,7 @@
 // run of the mark/clear pair against a real inbox.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "inbox.hpp"
 #include "stranded.hpp"
 #include "task_node.hpp"
+#include "urt/topology.hpp"
 
 using urt::detail::inbox;
 using urt::detail::stranded_marks;
@@ -73,6 +75,35 @@ TEST_CASE("stranded_marks: mark, next with wrap-around, and the owner's clear") 
     m.point(1, [&looks] { return ++looks == 2; });
     CHECK(looks == 2);
     CHECK(m.marked(1));
+  }
+}
+
+TEST_CASE("stranded_marks: per-LLC lines over a synthetic topology keep every worker's own mark") {
+  // 4 LLCs of 20 workers, and a 2-package shape whose LLCs span 80 workers
+  // (more than one line each).
+  for (const char* shape : {"l3:4 core:20 pu:1", "pack:2 l3:1 core:80 pu:1"}) {
+    CAPTURE(shape);
+    const urt::topology topo(urt::topology_options{.source = urt::topology_source::synthetic(shape)});
+    stranded_marks m(topo.workers());
+    const auto n = static_cast<unsigned>(topo.worker_count());
+    REQUIRE(m.worker_count() == n);
+    const std::vector<unsigned> picked{0, 19, 20, 63, 64, n - 1};
+    for (const unsigned w : picked) m.mark(w);
+    for (unsigned w = 0; w < n; ++w) {
+      CAPTURE(w);
+      CHECK(m.marked(w) == (std::find(picked.begin(), picked.end(), w) != picked.end()));
+    }
+    // next() walks them in id order, wrapping, skipping self.
+    unsigned at = none;
+    std::vector<unsigned> seen;
+    for (std::size_t i = 0; i < picked.size(); ++i) {
+      at = m.next(at, 5);
+      seen.push_back(at);
+    }
+    CHECK(seen == picked);
+    CHECK(m.next(n - 1, 5) == 0);
+    for (const unsigned w : picked) m.point(w, [] { return false; });
+    CHECK_FALSE(m.any());
   }
 }
 
