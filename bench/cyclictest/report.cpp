@@ -28,12 +28,15 @@ constexpr long no_min_yet = 1000000;
 
 std::string format_status_line(const thread_report& t) {
   const latency_stats& s = *t.stats;
+  // Read once: a first sample recorded while this line is made must not
+  // mix the placeholders with figures.
   const std::uint64_t cycles = s.cycles();
+  const bool none = cycles == 0;
   return printf_string(
       "T:%2u (%5d) P:%2d I:%" PRIu64 " C:%7" PRIu64 " Min:%7ld Act:%5ld Avg:%5ld Max:%8ld", t.index,
-      t.tid, t.priority, t.interval_us, cycles,
-      cycles == 0 ? no_min_yet : static_cast<long>(s.min_us()),
-      static_cast<long>(s.act_us()), avg_whole_us(s), static_cast<long>(s.max_us()));
+      t.tid, t.priority, t.interval_us, cycles, none ? no_min_yet : static_cast<long>(s.min_us()),
+      none ? 0L : static_cast<long>(s.act_us()), none ? 0L : avg_whole_us(s),
+      none ? 0L : static_cast<long>(s.max_us()));
 }
 
 std::string format_percentile_line(const thread_report& t) {
