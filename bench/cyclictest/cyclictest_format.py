@@ -45,7 +45,7 @@ def _int_field(text, width, what, line_no):
 # T:%2d (%5d) P:%2d I:%ld C:%7lu Min:%7ld Act:%5ld Avg:%5ld Max:%8ld
 STATUS = re.compile(r"T:( *\d+) \(( *\d+)\) P:( *\d+) I:(\d+) C:( *\d+) Min:( *-?\d+) "
                     r"Act:( *-?\d+) Avg:( *-?\d+) Max:( *-?\d+)")
-POLICY = re.compile(r"(?:\x1b\[(\d+)A)?policy: [a-z]+(?:/[a-z]+)?: loadavg: "
+POLICY = re.compile(r"(?:\x1b\[(\d+)A)?policy: (?:other|fifo|rr|batch|idle)(?:/other)?: loadavg: "
                     r"\d+\.\d\d \d+\.\d\d \d+\.\d\d \d+/\d+ \d+          ")
 LATENCY = re.compile(r"# /dev/cpu_dma_latency set to \d+us")
 

@@ -961,6 +961,16 @@ TEST_CASE("binary: a short real run records exactly -l cycles per thread") {
   CHECK(text.find("# bandwidth: ") != std::string::npos);
 }
 
+TEST_CASE("binary: the live frames name the policy as cyclictest does") {
+  temp_file out("out");
+  // -p 0 runs SCHED_OTHER: cyclictest's "other/other" (its force_sched_other).
+  REQUIRE(run_binary("-t 1 -i 1000 -l 5 --policy=other", out.path) == 0);
+  const std::string text = slurp(out.path);
+  CAPTURE(text);
+  CHECK(text.find("policy: other/other: loadavg: ") != std::string::npos);
+  CHECK(text.find("p50:") == std::string::npos);
+}
+
 TEST_CASE("binary: --throttle and --bandwidth reach the runtime, and the JSON has the budget") {
   // One worker, kept busy by a FIFO load (priority 10) below the measured
   // series (priority 20): FIFO work only, no normal work.

@@ -463,10 +463,14 @@ int run(options o) {
     t.stats = &m.stats;
     return t;
   };
-  // cyclictest writes "fifo/other" when its threads were forced to SCHED_OTHER.
+  // cyclictest writes "POLICY/other" when its threads run SCHED_OTHER at
+  // priority 0 (force_sched_other: "other/other" for -p 0, its default) and
+  // a real-time policy alone; urt adds "fifo/other" for FIFO refused.
   const std::string policy_line =
       std::string("policy: ").append(
-      fell_back ? std::string_view("fifo/other") : name_of(policy_spellings, ro.policy));
+          fell_back ? std::string_view("fifo/other")
+          : ro.policy == urt::worker_policy::other ? std::string_view("other/other")
+                                                   : name_of(policy_spellings, ro.policy));
   const auto print_status = [&] {
     std::printf("%s: loadavg: %s          \n\n", policy_line.c_str(), load_average().c_str());
     for (unsigned i = 0; i < nthreads; ++i) {
