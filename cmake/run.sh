@@ -20,4 +20,4 @@ if [[ $(id -u) -eq 0 ]]; then
     --svg=build/compare-cyclictest.svg "$@"
 fi
 echo "run.sh: not root: the kernel's cyclictest needs SCHED_FIFO, so urt-cyclictest runs alone" >&2
-exec build/release/bench/urt-cyclictest -t 1 -i 1000 -l 10000 -q -h 1000 --policy=other
+exec build/release/bench/urt-cyclictest -t 1 -i 1000 -l 10000 -q --policy=other --urt-summary

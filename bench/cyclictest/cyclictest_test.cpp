@@ -758,6 +758,12 @@ TEST_CASE("report: status and percentile lines in cyclictest's layout") {
   CHECK(format_status_line(t) ==
         "T: 0 ( 1234) P:80 I:1000 C:      4 Min:      7 Act:   16 Avg:   36 Max:     107");
   CHECK(format_percentile_line(t) == "T: 0 p50: 16 p99: 107 p99.9: 107");
+  // Before the first release: cyclictest's placeholders (tid 0, Min 1000000).
+  latency_stats none(200);
+  const thread_report fresh{.index = 0, .tid = 0, .priority = 0, .interval_us = 1000,
+                            .stats = &none};
+  CHECK(format_status_line(fresh) ==
+        "T: 0 (    0) P: 0 I:1000 C:      0 Min:1000000 Act:    0 Avg:    0 Max:       0");
 }
 
 TEST_CASE("report: histogram in cyclictest's format") {
@@ -798,7 +804,7 @@ TEST_CASE("report: histogram in cyclictest's format") {
   CHECK(one[9] == "# Thread 0: 00000 # 00002 others");
 }
 
-TEST_CASE("report: JSON follows cyclictest's schema and its counts add up") {
+TEST_CASE("report: JSON has cyclictest's keys, urt's only under \"urt\", and its counts add up") {
   latency_stats a(100);
   latency_stats b(100);
   for (int i = 0; i < 50; ++i) a.record(1000 * (i % 7) + 300);
@@ -822,8 +828,11 @@ TEST_CASE("report: JSON follows cyclictest's schema and its counts add up") {
   h.version = "0.1.0";
   h.start_time = rfc2822_now();
   h.end_time = rfc2822_now();
-  h.urt_object = "{\"policy\": \"other\"}";
-  const json j = parse_json(format_json(h, threads));
+  h.histogram = true;
+  h.urt_members = "    \"policy\": \"other\"";
+  const std::string text = format_json(h, threads);
+  const json j = parse_json(text);
+  CHECK(j.obj().size() == 11);
   for (const char* key :
        {"file_version", "cmdline:", "rt_test_version:", "start_time", "end_time", "return_code",
         "sysinfo", "num_threads", "resolution_in_ns", "thread", "urt"}) {
@@ -840,10 +849,16 @@ TEST_CASE("report: JSON follows cyclictest's schema and its counts add up") {
   const std::vector<const latency_stats*> stats = {&a, &b};
   for (std::size_t i = 0; i < 2; ++i) {
     const json& t = j["thread"][std::to_string(i)];
-    for (const char* key : {"histogram", "cycles", "min", "max", "avg", "cpu", "node", "p50", "p99",
-                            "p99_9", "overflows"}) {
+    CHECK(t.obj().size() == 7);  // cyclictest's keys, nothing more
+    for (const char* key : {"histogram", "cycles", "min", "max", "avg", "cpu", "node"}) {
       CAPTURE(key);
       CHECK(t.has(key));
+    }
+    const json& u = j["urt"]["threads"][std::to_string(i)];
+    CHECK(u.obj().size() == 8);
+    for (const char* key : {"p50", "p99", "p99_9", "overflows", "min_ns", "max_ns", "avg_ns", "tid"}) {
+      CAPTURE(key);
+      CHECK(u.has(key));
     }
     double sum = 0;
     for (const auto& [bucket, count] : t["histogram"].obj()) {
@@ -851,13 +866,20 @@ TEST_CASE("report: JSON follows cyclictest's schema and its counts add up") {
       CHECK(count.num() > 0);  // cyclictest lists only non-empty buckets
       sum += count.num();
     }
-    CHECK(sum + t["overflows"].num() == t["cycles"].num());
+    CHECK(sum + u["overflows"].num() == t["cycles"].num());
     CHECK(t["cycles"].num() == static_cast<double>(stats[i]->cycles()));
     CHECK(t["max"].num() == static_cast<double>(stats[i]->max_us()));
-    CHECK(t["p99_9"].num() == static_cast<double>(stats[i]->percentile_us(0.999)));
+    CHECK(u["p99_9"].num() == static_cast<double>(stats[i]->percentile_us(0.999)));
   }
-  CHECK(j["thread"]["1"]["overflows"].num() == 1);
+  CHECK(j["urt"]["threads"]["1"]["overflows"].num() == 1);
+  CHECK(j["urt"]["threads"]["1"]["tid"].num() == 12);
   CHECK(j["thread"]["1"]["max"].num() == 250);
+
+  // Without -h cyclictest writes an empty histogram, "{      }".
+  h.histogram = false;
+  const std::string plain = format_json(h, threads);
+  CHECK(plain.find("\"histogram\": {      },\n") != std::string::npos);
+  CHECK(parse_json(plain)["thread"]["0"]["histogram"].obj().empty());
 }
 
 // ---------------------------------------------------------------- the binary
@@ -900,15 +922,15 @@ TEST_CASE("binary: a short real run records exactly -l cycles per thread") {
   for (const char* t : {"0", "1"}) {
     CAPTURE(t);
     const json& th = j["thread"][t];
+    const json& u = j["urt"]["threads"][t];
     CHECK(th["cycles"].num() == 100);
-    double sum = 0;
-    for (const auto& [bucket, count] : th["histogram"].obj()) sum += count.num();
-    CHECK(sum + th["overflows"].num() == 100);
+    CHECK(th["histogram"].obj().empty());  // no -h: as cyclictest
     CHECK(th["cpu"].num() >= 0);
-    CHECK(th["min"].num() <= th["p50"].num());
-    CHECK(th["p50"].num() <= th["p99"].num());
-    CHECK(th["p99"].num() <= th["p99_9"].num());
-    CHECK(th["p99_9"].num() <= th["max"].num());
+    CHECK(th["min"].num() <= u["p50"].num());
+    CHECK(u["p50"].num() <= u["p99"].num());
+    CHECK(u["p99"].num() <= u["p99_9"].num());
+    CHECK(u["p99_9"].num() <= th["max"].num());
+    CHECK(u["tid"].num() > 0);
   }
   CHECK(j["urt"]["policy"].str() == "other");
   CHECK(j["urt"]["loops"].num() == 100);
@@ -921,20 +943,40 @@ TEST_CASE("binary: a short real run records exactly -l cycles per thread") {
   // One series per worker, also without -a.
   if (j["urt"]["workers"].num() >= 2)
     CHECK(j["thread"]["0"]["cpu"].num() != j["thread"]["1"]["cpu"].num());
-  // The summary: a status line and a percentile line per thread.
-  const std::string text = slurp(out.path);
+  // The summary: cyclictest's status line per thread, none of urt's lines.
+  std::string text = slurp(out.path);
   CHECK(text.find("T: 0 (") != std::string::npos);
   CHECK(text.find("T: 1 (") != std::string::npos);
   CHECK(text.find("C:    100") != std::string::npos);
-  CHECK(text.find("# timer: adaptive, advance ") != std::string::npos);  // what spinning cost
+  CHECK(text.find("p50:") == std::string::npos);
+  CHECK(text.find("# timer:") == std::string::npos);
+  CHECK(text.find("# bandwidth:") == std::string::npos);
+  // --urt-summary: then a percentile line per thread and what spinning cost.
+  REQUIRE(run_binary("-t 2 -i 1000 -l 20 -q --policy=other --urt-summary", out.path) == 0);
+  text = slurp(out.path);
+  CAPTURE(text);
+  CHECK(text.find("T: 1 (") != std::string::npos);
   CHECK(text.find("T: 1 p50:") != std::string::npos);
+  CHECK(text.find("# timer: adaptive, advance ") != std::string::npos);
+  CHECK(text.find("# bandwidth: ") != std::string::npos);
+}
+
+TEST_CASE("binary: the live frames name the policy as cyclictest does") {
+  temp_file out("out");
+  // -p 0 runs SCHED_OTHER: cyclictest's "other/other" (its force_sched_other).
+  REQUIRE(run_binary("-t 1 -i 1000 -l 5 --policy=other", out.path) == 0);
+  const std::string text = slurp(out.path);
+  CAPTURE(text);
+  CHECK(text.find("policy: other/other: loadavg: ") != std::string::npos);
+  CHECK(text.find("p50:") == std::string::npos);
 }
 
 TEST_CASE("binary: --throttle and --bandwidth reach the runtime, and the JSON has the budget") {
   // One worker, kept busy by a FIFO load (priority 10) below the measured
   // series (priority 20): FIFO work only, no normal work.
   const std::string common =
-      "'--topology=synthetic:core:1 pu:1' -t 1 -i 1000 -q --policy=other -p 20 --load=1:10 ";
+      "'--topology=synthetic:core:1 pu:1' -t 1 -i 1000 -q --policy=other -p 20 --load=1:10 "
+      "--urt-summary ";
   const auto budget_of = [&](const std::string& args, const std::string& out_path) {
     temp_file json_out("json");
     REQUIRE(run_binary(common + args + " --json=" + json_out.path, out_path) == 0);
@@ -1007,7 +1049,7 @@ TEST_CASE("binary: --cid puts the series in a group that takes an ID every relea
     temp_file out("out");
     temp_file json_out("json");
     REQUIRE(run_binary(std::string("'--topology=synthetic:core:4 pu:1' -t 4 -i 500 -l 200 -q "
-                                   "--policy=other --cid=") +
+                                   "--policy=other --urt-summary --cid=") +
                            mode + " --json=" + json_out.path,
                        out.path) == 0);
     const json j = parse_json(slurp(json_out.path));
@@ -1064,6 +1106,8 @@ TEST_CASE("binary: histogram on stdout and to --histfile, on a synthetic topolog
   temp_file out("out");
   REQUIRE(run_binary("-t 1 -i 500 -l 20 -q -h 10 --policy=other", out.path) == 0);
   const std::string text = slurp(out.path);
+  CHECK(text.find("T:") == std::string::npos);  // -q -h: cyclictest prints no status lines
+  CHECK(j["thread"]["0"]["histogram"].obj().size() <= 40);
   CHECK(text.find("# Histogram\n000000 ") != std::string::npos);
   CHECK(text.find("\n000009 ") != std::string::npos);
   CHECK(text.find("\n000010 ") == std::string::npos);
@@ -1075,7 +1119,8 @@ TEST_CASE("binary: SIGINT ends an endless run cleanly and the summary and JSON a
   temp_file out("out");
   // timeout --preserve-status: the exit status is urt-cyclictest's own.
   const std::string cmd = std::string("timeout --preserve-status -s INT 1 '") +
-                          URT_CYCLICTEST_PATH + "' -t 1 -i 1000 -q --policy=other --load=1:0 " +
+                          URT_CYCLICTEST_PATH +
+                          "' -t 1 -i 1000 -q --policy=other --load=1:0 --urt-summary " +
                           "--json=" + json_out.path + " >" + out.path + " 2>/dev/null";
   const int st = std::system(cmd.c_str());
   REQUIRE(WIFEXITED(st));

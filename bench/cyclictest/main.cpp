@@ -254,13 +254,14 @@ std::string cid_line(urt::concurrency_id_mode mode, const urt::group_stats& g,
   return buf;
 }
 
+/// The "urt" object's members besides "threads" (see json_header::urt_members).
 std::string urt_json(const options& o, const urt::runtime_options& ro, const urt::runtime& rt,
                      const std::vector<int>& measuring_workers,
                      bool fell_back, std::uint64_t buckets, std::uint64_t load_runs,
                      const urt::group_stats* cid_group,
                      const urt::per_cid<std::uint64_t>* cid_counts, bool pm_qos_held) {
   const auto b = [](bool v) { return v ? "true" : "false"; };
-  std::string s = "{\n";
+  std::string s;
   s += "    \"version\": " + json_string(URT_CYCLICTEST_VERSION) + ",\n";
   s += "    \"topology\": " + json_string(o.topology_text) + ",\n";
   s += "    \"cpus\": " + json_string(ro.cpus) + ",\n";
@@ -308,8 +309,7 @@ std::string urt_json(const options& o, const urt::runtime_options& ro, const urt
        ", \"priority\": " + std::to_string(o.load_priority) +
        ", \"runs\": " + std::to_string(load_runs) + "},\n";
   s += "    \"bandwidth\": " + bandwidth_json(ro.bandwidth, total) + ",\n";
-  s += "    \"cid\": " + cid_json(o.cid, cid_group, cid_counts) + "\n";
-  s += "  }";
+  s += "    \"cid\": " + cid_json(o.cid, cid_group, cid_counts);
   return s;
 }
 
@@ -463,10 +463,14 @@ int run(options o) {
     t.stats = &m.stats;
     return t;
   };
-  // cyclictest writes "fifo/other" when its threads were forced to SCHED_OTHER.
+  // cyclictest writes "POLICY/other" when its threads run SCHED_OTHER at
+  // priority 0 (force_sched_other: "other/other" for -p 0, its default) and
+  // a real-time policy alone; urt adds "fifo/other" for FIFO refused.
   const std::string policy_line =
       std::string("policy: ").append(
-      fell_back ? std::string_view("fifo/other") : name_of(policy_spellings, ro.policy));
+          fell_back ? std::string_view("fifo/other")
+          : ro.policy == urt::worker_policy::other ? std::string_view("other/other")
+                                                   : name_of(policy_spellings, ro.policy));
   const auto print_status = [&] {
     std::printf("%s: loadavg: %s          \n\n", policy_line.c_str(), load_average().c_str());
     for (unsigned i = 0; i < nthreads; ++i) {
@@ -475,21 +479,22 @@ int run(options o) {
     std::fflush(stdout);
   };
 
-  // The main loop: cyclictest's 10 ms refresh, also when quiet.
+  // The main loop: cyclictest's 10 ms refresh, also when quiet. As
+  // cyclictest, the first frame comes before the first release, with its
+  // placeholders (tid 0, C: 0, Min:1000000).
   const auto deadline =
       o.duration_s != 0 ? t0 + std::chrono::seconds{o.duration_s} : urt::clock::time_point::max();
   bool printed = false;
   for (;;) {
-    std::this_thread::sleep_until(std::min(urt::clock::now() + 10ms, deadline));
-    bool all_done = o.loops != 0;
-    for (const auto& m : threads) all_done = all_done && m->stats.cycles() >= o.loops;
-    const bool done = all_done || g_signalled != 0 || urt::clock::now() >= deadline;
     if (!o.quiet) {
       if (printed) std::printf("\033[%uA", nthreads + 2);
       print_status();
       printed = true;
     }
-    if (done) break;
+    std::this_thread::sleep_until(std::min(urt::clock::now() + 10ms, deadline));
+    bool all_done = o.loops != 0;
+    for (const auto& m : threads) all_done = all_done && m->stats.cycles() >= o.loops;
+    if (all_done || g_signalled != 0 || urt::clock::now() >= deadline) break;
   }
 
   load.running.store(false, std::memory_order_relaxed);
@@ -501,31 +506,9 @@ int run(options o) {
   for (unsigned i = 0; i < nthreads; ++i) reports.push_back(report_of(i));
   if (!o.quiet) std::printf("\033[%uA", nthreads + 2);
   if (!o.quiet) print_status();
-  if (o.quiet) {
+  // cyclictest's -q summary: the status lines, none when -h dumps a histogram.
+  if (o.quiet && o.histogram_us == 0) {
     for (const auto& t : reports) std::printf("%s\n", format_status_line(t).c_str());
-  }
-  for (const auto& t : reports) std::printf("%s\n", format_percentile_line(t).c_str());
-  {
-    // What the advance cost: cyclictest sleeps and never spins.
-    const urt::worker_stats total = rt->stats().total();
-    std::uint64_t releases = 0;
-    for (const auto& t : reports) releases += t.stats->cycles();
-    std::printf("# timer: %s, advance %.1f us, spun %.2f us per release\n",
-                ro.timer_spin.count() > 0 ? "timer_spin"
-                                          : std::string(name_of(timer_wake_spellings, ro.timer_wake)).c_str(),
-                static_cast<double>(total.timer_advance_ns) / 1e3,
-                releases == 0 ? 0.0
-                              : static_cast<double>(total.timer_spin_ns) / 1e3 /
-                                    static_cast<double>(releases));
-  }
-  std::printf("%s\n", bandwidth_line(ro.bandwidth, rt->stats().total()).c_str());
-  if (o.cid) {
-    std::printf("%s\n", cid_line(*o.cid, rt->stats(measuring_group), *cid_counts).c_str());
-  }
-  if (o.load_tasks > 0) {
-    std::printf("# load: %u task(s) per worker at priority %d ran %llu times\n", o.load_tasks,
-                o.load_priority,
-                static_cast<unsigned long long>(load.runs.load(std::memory_order_relaxed)));
   }
   std::fflush(stdout);
 
@@ -539,6 +522,31 @@ int run(options o) {
       rc = 1;
     }
   }
+  if (o.urt_summary) {
+    // urt's additions, after all of cyclictest's output.
+    for (const auto& t : reports) std::printf("%s\n", format_percentile_line(t).c_str());
+    // What the advance cost: cyclictest sleeps and never spins.
+    const urt::worker_stats total = rt->stats().total();
+    std::uint64_t releases = 0;
+    for (const auto& t : reports) releases += t.stats->cycles();
+    std::printf("# timer: %s, advance %.1f us, spun %.2f us per release\n",
+                ro.timer_spin.count() > 0 ? "timer_spin"
+                                          : std::string(name_of(timer_wake_spellings, ro.timer_wake)).c_str(),
+                static_cast<double>(total.timer_advance_ns) / 1e3,
+                releases == 0 ? 0.0
+                              : static_cast<double>(total.timer_spin_ns) / 1e3 /
+                                    static_cast<double>(releases));
+    std::printf("%s\n", bandwidth_line(ro.bandwidth, total).c_str());
+    if (o.cid) {
+      std::printf("%s\n", cid_line(*o.cid, rt->stats(measuring_group), *cid_counts).c_str());
+    }
+    if (o.load_tasks > 0) {
+      std::printf("# load: %u task(s) per worker at priority %d ran %llu times\n", o.load_tasks,
+                  o.load_priority,
+                  static_cast<unsigned long long>(load.runs.load(std::memory_order_relaxed)));
+    }
+    std::fflush(stdout);
+  }
   if (!o.json.empty()) {
     std::vector<int> measuring_workers;
     for (const auto& m : threads) measuring_workers.push_back(m->worker.load(std::memory_order_relaxed));
@@ -549,7 +557,8 @@ int run(options o) {
     h.start_time = start_time;
     h.end_time = end_time;
     h.return_code = rc;
-    h.urt_object =
+    h.histogram = o.histogram_us != 0;
+    h.urt_members =
         urt_json(o, ro, *rt, measuring_workers, fell_back, exact_buckets,
                  load.runs.load(std::memory_order_relaxed),
                  o.cid ? &cid_stats : nullptr, cid_counts.get(), latency_fd >= 0);

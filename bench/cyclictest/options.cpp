@@ -36,6 +36,7 @@ enum long_only : int {
   opt_fifo,
   opt_laptop,
   opt_latency,
+  opt_urt_summary,
 };
 
 const option long_options[] = {
@@ -69,6 +70,7 @@ const option long_options[] = {
     // urt's own flags that could be read as a cyclictest flag carry urt- (a
     // --fifo-priority would be cyclictest's --fifo=PATH to a reader).
     {"urt-fifo-priority", required_argument, nullptr, opt_fifo_priority},
+    {"urt-summary", no_argument, nullptr, opt_urt_summary},
     // cyclictest's, rejected with the reason.
     {"fifo", required_argument, nullptr, opt_fifo},
     {"load", required_argument, nullptr, opt_load},
@@ -124,6 +126,8 @@ std::string flag_name(int c) {
       return "--policy";
     case opt_fifo_priority:
       return "--urt-fifo-priority";
+    case opt_urt_summary:
+      return "--urt-summary";
     case 'F':
     case opt_fifo:
       return "-F/--fifo";
@@ -442,6 +446,9 @@ parse_result parse_options(int argc, char** argv) {
       case opt_laptop:
         o.laptop = true;
         break;
+      case opt_urt_summary:
+        o.urt_summary = true;
+        break;
       case opt_latency:
         number(c, arg, 0, max_latency_target_us, o.latency_target_us, err);
         break;
@@ -755,16 +762,21 @@ std::string usage(std::string_view program) {
          "         --bandwidth=RUNTIME/PERIOD  each worker's FIFO budget in us, e.g.\n"
          "                          9500/10000 (default: the runtime's, 9500/10000);\n"
          "                          0 < PERIOD <= 3600000000, RUNTIME <= PERIOD; its\n"
-         "                          counters: the summary's '# bandwidth:' line and\n"
+         "                          counters: --urt-summary's '# bandwidth:' line and\n"
          "                          urt.bandwidth in the JSON\n"
          "         --cid=batched_scan|ownership  run the measuring threads in a task\n"
          "                          group of their own and take a concurrency ID at every\n"
          "                          release (this_task::cid(), a per_cid counter), IDs\n"
          "                          returned in this mode: the latency cost of concurrency\n"
-         "                          IDs and their compaction; its counters: the summary's\n"
+         "                          IDs and their compaction; its counters: --urt-summary's\n"
          "                          '# cid:' line and urt.cid in the JSON\n"
          "         --load=N:PRIO    N background tasks per worker at task priority PRIO,\n"
          "                          each busy-spinning ~100 us and respawning itself\n"
+         "         --urt-summary    after cyclictest's output (stdout is cyclictest's\n"
+         "                          otherwise, line for line), urt's: per thread\n"
+         "                          'T: N p50: p99: p99.9:' (exact percentiles), the\n"
+         "                          '# timer:', '# bandwidth:', '# cid:' and '# load:'\n"
+         "                          lines; the JSON has them always, under \"urt\"\n"
          "         --help           print this text and exit\n"
          "\n"
          "Long options are taken only in full. -F/--fifo (a named pipe) is not supported.\n"

@@ -107,6 +107,7 @@ struct options {
   std::uint64_t histogram_us = 0;    ///< -h: histogram buckets (us); 0 = no histogram
   std::string histfile;              ///< --histfile: histogram there instead of stdout
   std::string json;                  ///< --json: cyclictest's JSON summary to this file
+  bool urt_summary = false;          ///< --urt-summary: urt's lines after cyclictest's output
   bool laptop = false;               ///< --laptop: leave /dev/cpu_dma_latency alone
   /// --latency: the PM QoS target written into /dev/cpu_dma_latency (and
   /// held while the run lasts), in us; cyclictest's default 0.

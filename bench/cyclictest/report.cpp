@@ -23,12 +23,20 @@ long avg_whole_us(const latency_stats& s) { return static_cast<long>(s.avg_us())
 
 }  // namespace
 
+/// cyclictest's Min before the first cycle (its stat->min starts there).
+constexpr long no_min_yet = 1000000;
+
 std::string format_status_line(const thread_report& t) {
   const latency_stats& s = *t.stats;
+  // Read once: a first sample recorded while this line is made must not
+  // mix the placeholders with figures.
+  const std::uint64_t cycles = s.cycles();
+  const bool none = cycles == 0;
   return printf_string(
       "T:%2u (%5d) P:%2d I:%" PRIu64 " C:%7" PRIu64 " Min:%7ld Act:%5ld Avg:%5ld Max:%8ld", t.index,
-      t.tid, t.priority, t.interval_us, s.cycles(), static_cast<long>(s.min_us()),
-      static_cast<long>(s.act_us()), avg_whole_us(s), static_cast<long>(s.max_us()));
+      t.tid, t.priority, t.interval_us, cycles, none ? no_min_yet : static_cast<long>(s.min_us()),
+      none ? 0L : static_cast<long>(s.act_us()), none ? 0L : avg_whole_us(s),
+      none ? 0L : static_cast<long>(s.max_us()));
 }
 
 std::string format_percentile_line(const thread_report& t) {
@@ -150,35 +158,49 @@ std::string format_json(const json_header& header, const std::vector<thread_repo
     const thread_report& t = threads[i];
     const latency_stats& s = *t.stats;
     out += "    \"" + std::to_string(t.index) + "\": {\n";
+    // cyclictest fills the histogram only with -h: "{      }" without, or
+    // when every sample overflowed.
     out += "      \"histogram\": {";
     bool comma = false;
     const auto h = s.histogram();
-    for (std::size_t b = 0; b < h.size(); ++b) {
+    for (std::size_t b = 0; header.histogram && b < h.size(); ++b) {
       if (h[b] == 0) continue;
       out += comma ? ",\n" : "\n";
       out += printf_string("        \"%zu\": %" PRIu64, b, h[b]);
       comma = true;
     }
-    if (comma) out += "\n      ";
-    out += "},\n";
+    if (comma) out += "\n";
+    out += "      },\n";
     out += printf_string("      \"cycles\": %" PRIu64 ",\n", s.cycles());
     out += printf_string("      \"min\": %ld,\n", static_cast<long>(s.min_us()));
     out += printf_string("      \"max\": %ld,\n", static_cast<long>(s.max_us()));
     out += printf_string("      \"avg\": %.2f,\n", s.avg_us());
     out += printf_string("      \"cpu\": %d,\n", t.cpu);
-    out += printf_string("      \"node\": %d,\n", t.node);
-    out += printf_string("      \"p50\": %ld,\n", static_cast<long>(s.percentile_us(0.50)));
-    out += printf_string("      \"p99\": %ld,\n", static_cast<long>(s.percentile_us(0.99)));
-    out += printf_string("      \"p99_9\": %ld,\n", static_cast<long>(s.percentile_us(0.999)));
-    out += printf_string("      \"overflows\": %" PRIu64 ",\n", s.overflows());
-    out += printf_string("      \"min_ns\": %ld,\n", static_cast<long>(s.min_ns()));
-    out += printf_string("      \"max_ns\": %ld,\n", static_cast<long>(s.max_ns()));
-    out += printf_string("      \"avg_ns\": %.1f,\n", s.avg_ns());
-    out += printf_string("      \"tid\": %d\n", t.tid);
+    out += printf_string("      \"node\": %d\n", t.node);
     out += i + 1 == threads.size() ? "    }\n" : "    },\n";
   }
   out += "  },\n";
-  out += "  \"urt\": " + (header.urt_object.empty() ? std::string("{}") : header.urt_object) + "\n";
+  // urt's additions: one top-level object, its per-thread figures first.
+  out += "  \"urt\": {\n";
+  out += "    \"threads\": {";
+  for (std::size_t i = 0; i < threads.size(); ++i) {
+    const thread_report& t = threads[i];
+    const latency_stats& s = *t.stats;
+    out += i == 0 ? "\n" : ",\n";
+    out += "      \"" + std::to_string(t.index) + "\": {";
+    out += printf_string("\"p50\": %ld, ", static_cast<long>(s.percentile_us(0.50)));
+    out += printf_string("\"p99\": %ld, ", static_cast<long>(s.percentile_us(0.99)));
+    out += printf_string("\"p99_9\": %ld, ", static_cast<long>(s.percentile_us(0.999)));
+    out += printf_string("\"overflows\": %" PRIu64 ", ", s.overflows());
+    out += printf_string("\"min_ns\": %ld, ", static_cast<long>(s.min_ns()));
+    out += printf_string("\"max_ns\": %ld, ", static_cast<long>(s.max_ns()));
+    out += printf_string("\"avg_ns\": %.1f, ", s.avg_ns());
+    out += printf_string("\"tid\": %d}", t.tid);
+  }
+  if (!threads.empty()) out += "\n    ";
+  out += "}";
+  out += header.urt_members.empty() ? "\n" : ",\n" + header.urt_members + "\n";
+  out += "  }\n";
   out += "}\n";
   return out;
 }

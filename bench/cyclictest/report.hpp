@@ -1,6 +1,7 @@
 // urt-cyclictest's output in the kernel cyclictest's formats: the live
 // "T: 0 ( tid) P:.. I:.. C:.. Min: Act: Avg: Max:" lines, the histogram
-// (-h / --histfile) and the JSON summary (--json), plus urt's percentiles.
+// (-h / --histfile) and the JSON summary (--json); urt's percentiles only
+// under --urt-summary and in the JSON's "urt" object.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,7 @@ struct thread_report {
 /// cyclictest's status line: "T: 0 ( 1234) P:80 I:1000 C:   2000 Min:      7 Act:   16 Avg:   17
 /// Max:     107".
 std::string format_status_line(const thread_report& t);
-/// urt's percentile line: "T: 0 p50: 15 p99: 31 p99.9: 60".
+/// urt's percentile line (--urt-summary): "T: 0 p50: 15 p99: 31 p99.9: 60".
 std::string format_percentile_line(const thread_report& t);
 
 /// cyclictest's histogram: "# Histogram", one "%06d" line per bucket with a
@@ -42,14 +43,18 @@ struct json_header {
   std::string start_time;  ///< RFC 2822, as cyclictest
   std::string end_time;
   int return_code = 0;
-  std::string urt_object;  ///< the "urt" object's JSON text ({...}); "{}" if empty
+  bool histogram = false;   ///< -h given: the per-thread "histogram" objects are filled
+  /// The "urt" object's members after "threads" (JSON text, one per line,
+  /// indented 4, no trailing comma); may be empty.
+  std::string urt_members;
 };
 
-/// cyclictest's JSON schema (file_version 1: "cmdline:", "rt_test_version:",
-/// start_time, end_time, return_code, sysinfo, num_threads,
-/// resolution_in_ns, thread {"N": {histogram {"us": count}, cycles, min,
-/// max, avg, cpu, node}}) plus per thread p50, p99, p99_9, overflows,
-/// min_ns, max_ns, avg_ns, tid, and a top-level "urt" object.
+/// cyclictest's JSON schema, key for key (file_version 1: "cmdline:",
+/// "rt_test_version:", start_time, end_time, return_code, sysinfo,
+/// num_threads, resolution_in_ns, thread {"N": {histogram {"us": count}
+/// (empty without -h), cycles, min, max, avg, cpu, node}}), plus one
+/// top-level "urt" object: "threads" {"N": {p50, p99, p99_9, overflows,
+/// min_ns, max_ns, avg_ns, tid}} and header.urt_members.
 std::string format_json(const json_header& header, const std::vector<thread_report>& threads);
 
 /// `s` as a JSON string literal, quotes included.
