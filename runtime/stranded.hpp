@@ -33,9 +33,10 @@
 // count has not moved and the mark is still set, the worker has taken no
 // scheduling point for all that time with nodes in its inbox: the watcher
 // takes them in for it (worker::take_in_for_peer, under that worker's
-// lock), and again at most once per ipi_timeout while it stays stuck. A worker that keeps taking scheduling points is
-// never taken over, however long its backlog, so a busy worker's inbox
-// stays its own, as the single-dequeuer inbox expects.
+// lock), and again at most once per ipi_timeout while it stays stuck. A
+// worker that keeps taking scheduling points is never taken over, however
+// long its backlog: a busy worker's inbox is taken in by its owner alone,
+// a batch per step, most urgent first (inbox.hpp).
 #pragma once
 
 #include <atomic>
