@@ -1341,6 +1341,21 @@ TEST_CASE("binary: histogram on stdout and to --histfile, on a synthetic topolog
   CHECK(text.find("# Histogram Overflows:") != std::string::npos);
 }
 
+TEST_CASE("binary: -S runs -t -a, one series per worker, each on its own worker, at one priority") {
+  temp_file json_out("json");
+  temp_file err("err");
+  REQUIRE(run_binary("'--topology=synthetic:core:3 pu:1' -S -t 2 -i 500 -l 20 -q --json=" +
+                         json_out.path,
+                     "/dev/null", err.path) == 0);
+  const json j = parse_json(slurp(json_out.path));
+  CHECK(j["num_threads"].num() == 3);  // one per worker: the -t 2 after -S is ignored
+  for (const char* t : {"0", "1", "2"}) {
+    CHECK(j["thread"][t]["cycles"].num() == 20);
+    CHECK(j["thread"][t]["cpu"].num() == std::stod(t));
+  }
+  CHECK(slurp(err.path).find("-t/--threads is ignored after -S/--smp") != std::string::npos);
+}
+
 TEST_CASE("binary: SIGINT ends an endless run cleanly and the summary and JSON are written") {
   temp_file json_out("json");
   temp_file out("out");
