@@ -525,6 +525,233 @@ TEST_CASE("options: every bad flag or value is rejected, naming the flag and the
   }
 }
 
+TEST_CASE(
+    "options: every flag of cyclictest 2.40, short and long, taken or rejected with its reason") {
+  // One row per spelling of every flag in `cyclictest --help` (rt-tests
+  // 2.40): what urt-cyclictest sets for it, or its exact message.
+  using check = std::function<bool(const options&)>;
+  struct row {
+    std::vector<std::string> args;
+    check sets;         // taken: what it sets
+    std::string error;  // rejected: the exact message
+    std::string warning = {};
+  };
+  const auto yes = [](std::vector<std::string> args, check sets, std::string warning = {}) {
+    return row{std::move(args), std::move(sets), {}, std::move(warning)};
+  };
+  const auto no = [](std::vector<std::string> args, std::string error) {
+    return row{std::move(args), nullptr, std::move(error)};
+  };
+  const auto smp = [](const options& o) {
+    return o.smp && o.threads == -1 && o.affinity && o.affinity_cpus.empty();
+  };
+  const std::vector<row> rows = {
+      yes({"-a"}, [](const options& o) { return o.affinity && o.affinity_cpus.empty(); }),
+      yes({"--affinity"}, [](const options& o) { return o.affinity && o.affinity_cpus.empty(); }),
+      yes({"-a", "0-1"}, [](const options& o) { return o.affinity && o.affinity_cpus == "0-1"; }),
+      yes({"-a0-1"}, [](const options& o) { return o.affinity && o.affinity_cpus == "0-1"; }),
+      yes({"--affinity=0-1"}, [](const options& o) { return o.affinity_cpus == "0-1"; }),
+      yes({"-c", "0"}, [](const options&) { return true; }),  // CLOCK_MONOTONIC
+      yes({"--clock=0"}, [](const options&) { return true; }),
+      yes({"--default-system"}, [](const options& o) { return o.laptop; }),
+      yes({"-d", "100"}, [](const options& o) { return o.distance_us == 100 && o.distance_given; }),
+      yes({"--distance=100"}, [](const options& o) { return o.distance_us == 100; }),
+      yes({"-D", "2m"}, [](const options& o) { return o.duration_s == 120; }),
+      yes({"--duration=2m"}, [](const options& o) { return o.duration_s == 120; }),
+      yes({"-h", "100"}, [](const options& o) { return o.histogram_us == 100; }),
+      yes({"--histogram=100"}, [](const options& o) { return o.histogram_us == 100; }),
+      yes({"--histfile=/tmp/h"}, [](const options& o) { return o.histfile == "/tmp/h"; }),
+      yes({"-i", "200"}, [](const options& o) { return o.interval_us == 200; }),
+      yes({"--interval=200"}, [](const options& o) { return o.interval_us == 200; }),
+      yes({"--json=/tmp/j"}, [](const options& o) { return o.json == "/tmp/j"; }),
+      yes({"--laptop"}, [](const options& o) { return o.laptop; }),
+      yes({"--latency=10"}, [](const options& o) { return o.latency_target_us == 10; }),
+      yes({"-l", "5"}, [](const options& o) { return o.loops == 5; }),
+      yes({"--loops=5"}, [](const options& o) { return o.loops == 5; }),
+      yes({"-m"}, [](const options& o) { return o.mlockall; }),
+      yes({"--mlockall"}, [](const options& o) { return o.mlockall; }),
+      yes({"-p", "80"},
+          [](const options& o) {
+            return o.priority == 80 && o.effective_policy() == urt::worker_policy::fifo;
+          }),
+      yes({"--priority=80"}, [](const options& o) { return o.priority == 80; }),
+      yes({"--policy=other"},
+          [](const options& o) { return o.effective_policy() == urt::worker_policy::other; }),
+      yes({"--policy=fifo"},
+          [](const options& o) { return o.effective_policy() == urt::worker_policy::fifo; }),
+      yes({"-q"}, [](const options& o) { return o.quiet; }),
+      yes({"--quiet"}, [](const options& o) { return o.quiet; }),
+      yes({"-S"}, smp),
+      yes({"--smp"}, smp),
+      yes({"-S", "-p", "90"}, [smp](const options& o) { return smp(o) && o.priority == 90; }),
+      yes({"-S", "-t", "3"}, smp,
+          "-t/--threads is ignored after -S/--smp, as cyclictest does (one thread per CPU)"),
+      yes({"-t", "3", "-S"}, smp),
+      yes({"-a", "1", "-S"}, smp,
+          "-a/--affinity is ignored with -S/--smp, as cyclictest does (thread N runs on CPU N)"),
+      yes({"-t"}, [](const options& o) { return o.threads == -1; }),
+      yes({"--threads"}, [](const options& o) { return o.threads == -1; }),
+      yes({"-t", "2"}, [](const options& o) { return o.threads == 2; }),
+      yes({"-t2"}, [](const options& o) { return o.threads == 2; }),
+      yes({"--threads=2"}, [](const options& o) { return o.threads == 2; }),
+      yes({"--help"}, [](const options& o) { return o.help; }),
+      no({"-A"},
+         "-A/--aligned is not supported: aligning every thread's wake-ups to a "
+         "common offset is not implemented (each series is released from its own "
+         "start)"),
+      no({"--aligned"},
+         "-A/--aligned is not supported: aligning every thread's wake-ups to a "
+         "common offset is not implemented (each series is released from its own "
+         "start)"),
+      no({"-A5"},
+         "-A/--aligned: '5' is not supported: aligning every thread's wake-ups to a "
+         "common offset is not implemented (each series is released from its own "
+         "start)"),
+      no({"--aligned=5"},
+         "-A/--aligned: '5' is not supported: aligning every thread's wake-ups to a "
+         "common offset is not implemented (each series is released from its own "
+         "start)"),
+      no({"-b", "100"},
+         "-b/--breaktrace: '100' is not supported: sending a break trace command is "
+         "ftrace tracing of the kernel tool; urt-cyclictest does not stop at a "
+         "latency threshold"),
+      no({"--breaktrace=100"},
+         "-b/--breaktrace: '100' is not supported: sending a break trace command is "
+         "ftrace tracing of the kernel tool; urt-cyclictest does not stop at a "
+         "latency threshold"),
+      no({"-c", "1"},
+         "-c/--clock: '1' is not supported: urt's releases are on CLOCK_MONOTONIC "
+         "only (-c 0)"),
+      no({"--clock=1"},
+         "-c/--clock: '1' is not supported: urt's releases are on CLOCK_MONOTONIC "
+         "only (-c 0)"),
+      no({"-H", "100"},
+         "-H/--histofall: '100' is not supported: the summary column over all "
+         "threads is not implemented (-h US gives the histogram)"),
+      no({"--histofall=100"},
+         "-H/--histofall: '100' is not supported: the summary column over all "
+         "threads is not implemented (-h US gives the histogram)"),
+      no({"--mainaffinity=0"},
+         "--mainaffinity: '0' is not supported: the main thread only waits for the "
+         "run's end; pinning it is not implemented"),
+      no({"--mainaffinity", "0"},
+         "--mainaffinity: '0' is not supported: the main thread only waits for the "
+         "run's end; pinning it is not implemented"),
+      no({"-M"},
+         "-M/--refresh_on_max is not supported: the live frames are refreshed at a "
+         "fixed rate; delaying them until a new max is not implemented"),
+      no({"--refresh_on_max"},
+         "-M/--refresh_on_max is not supported: the live frames are refreshed at a "
+         "fixed rate; delaying them until a new max is not implemented"),
+      no({"-N"},
+         "-N/--nsecs is not supported: reporting in ns is not implemented "
+         "(urt-cyclictest reports in us)"),
+      no({"--nsecs"},
+         "-N/--nsecs is not supported: reporting in ns is not implemented "
+         "(urt-cyclictest reports in us)"),
+      no({"-o", "10"},
+         "-o/--oscope: '10' is not supported: oscilloscope mode reduces -v/--verbose "
+         "output, which urt-cyclictest does not write"),
+      no({"--oscope=10"},
+         "-o/--oscope: '10' is not supported: oscilloscope mode reduces -v/--verbose "
+         "output, which urt-cyclictest does not write"),
+      no({"--priospread"},
+         "--priospread is not supported: every series runs at the one -p priority; "
+         "spreading priorities is not implemented"),
+      no({"-r"},
+         "-r/--relative is not supported: urt releases its periodic tasks at "
+         "absolute times (an absolute timerfd on CLOCK_MONOTONIC); there is no "
+         "relative timer"),
+      no({"--relative"},
+         "-r/--relative is not supported: urt releases its periodic tasks at "
+         "absolute times (an absolute timerfd on CLOCK_MONOTONIC); there is no "
+         "relative timer"),
+      no({"-R"},
+         "-R/--resolution is not supported: checking the clock_gettime() resolution "
+         "is not implemented"),
+      no({"--resolution"},
+         "-R/--resolution is not supported: checking the clock_gettime() resolution "
+         "is not implemented"),
+      no({"--secaligned"},
+         "--secaligned is not supported: aligning the thread wake-ups to the next "
+         "full second is not implemented"),
+      no({"--secaligned=5"},
+         "--secaligned: '5' is not supported: aligning the thread wake-ups to the "
+         "next full second is not implemented"),
+      no({"-s"},
+         "-s/--system is not supported: sys_nanosleep and sys_setitimer are the "
+         "kernel tool's timers; urt's workers wait on the runtime's timerfd"),
+      no({"--system"},
+         "-s/--system is not supported: sys_nanosleep and sys_setitimer are the "
+         "kernel tool's timers; urt's workers wait on the runtime's timerfd"),
+      no({"--smi"},
+         "--smi is not supported: SMI counting reads an Intel MSR from the kernel "
+         "tool's threads; urt-cyclictest does not count SMIs"),
+      no({"--spike=100"},
+         "--spike: '100' is not supported: recording every spike above a trigger is "
+         "not implemented"),
+      no({"--spike-nodes=8"},
+         "--spike-nodes: '8' is not supported: recording every spike above a trigger "
+         "is not implemented"),
+      no({"--tracemark"},
+         "--tracemark is not supported: writing a trace mark when -b is exceeded is "
+         "ftrace tracing of the kernel tool"),
+      no({"-u"},
+         "-u/--unbuffered is not supported: forcing unbuffered output is not "
+         "implemented"),
+      no({"--unbuffered"},
+         "-u/--unbuffered is not supported: forcing unbuffered output is not "
+         "implemented"),
+      no({"-v"},
+         "-v/--verbose is not supported: the per-sample n:c:v output is not "
+         "implemented"),
+      no({"--verbose"},
+         "-v/--verbose is not supported: the per-sample n:c:v output is not "
+         "implemented"),
+      no({"--dbg_cyclictest"},
+         "--dbg_cyclictest is not supported: it prints the kernel tool's own "
+         "debugging information; urt-cyclictest has none"),
+      no({"-x"},
+         "-x/--posix_timers is not supported: POSIX timers are the kernel tool's "
+         "timers; urt's workers wait on the runtime's timerfd"),
+      no({"--posix_timers"},
+         "-x/--posix_timers is not supported: POSIX timers are the kernel tool's "
+         "timers; urt's workers wait on the runtime's timerfd"),
+      no({"-F", "/tmp/pipe"},
+         "-F/--fifo: '/tmp/pipe' is not supported: urt-cyclictest writes no status "
+         "to a named pipe (the SCHED_FIFO priority of urt's workers is "
+         "--urt-fifo-priority)"),
+      no({"--fifo=/tmp/pipe"},
+         "-F/--fifo: '/tmp/pipe' is not supported: urt-cyclictest writes no status "
+         "to a named pipe (the SCHED_FIFO priority of urt's workers is "
+         "--urt-fifo-priority)"),
+      no({"--policy=normal"}, "--policy: 'normal' is not other or fifo"),
+      no({"--policy=batch"}, "--policy: 'batch' is not other or fifo"),
+      no({"--policy=idle"}, "--policy: 'idle' is not other or fifo"),
+      no({"--policy=rr"}, "--policy: 'rr' is not other or fifo"),
+  };
+  for (const row& r : rows) {
+    std::string joined;
+    for (const auto& a : r.args) joined += a + " ";
+    CAPTURE(joined);
+    const parse_result p = parse(r.args);
+    if (r.sets) {
+      CHECK(p.ok());
+      CHECK(p.error == "");
+      CHECK(r.sets(p.opts));
+      if (r.warning.empty()) {
+        CHECK(p.warnings.empty());
+      } else {
+        REQUIRE(p.warnings.size() == 1);
+        CHECK(p.warnings[0] == r.warning);
+      }
+    } else {
+      CHECK_FALSE(p.ok());
+      CHECK(p.error == r.error);
+    }
+  }
+}
+
 TEST_CASE("options: --throttle and --bandwidth set each worker's FIFO budget") {
   using namespace std::chrono_literals;
   const urt::bandwidth_options def = urt::runtime_options{}.bandwidth;
@@ -1112,6 +1339,21 @@ TEST_CASE("binary: histogram on stdout and to --histfile, on a synthetic topolog
   CHECK(text.find("\n000009 ") != std::string::npos);
   CHECK(text.find("\n000010 ") == std::string::npos);
   CHECK(text.find("# Histogram Overflows:") != std::string::npos);
+}
+
+TEST_CASE("binary: -S runs -t -a, one series per worker, each on its own worker, at one priority") {
+  temp_file json_out("json");
+  temp_file err("err");
+  REQUIRE(run_binary("'--topology=synthetic:core:3 pu:1' -S -t 2 -i 500 -l 20 -q --json=" +
+                         json_out.path,
+                     "/dev/null", err.path) == 0);
+  const json j = parse_json(slurp(json_out.path));
+  CHECK(j["num_threads"].num() == 3);  // one per worker: the -t 2 after -S is ignored
+  for (const char* t : {"0", "1", "2"}) {
+    CHECK(j["thread"][t]["cycles"].num() == 20);
+    CHECK(j["thread"][t]["cpu"].num() == std::stod(t));
+  }
+  CHECK(slurp(err.path).find("-t/--threads is ignored after -S/--smp") != std::string::npos);
 }
 
 TEST_CASE("binary: SIGINT ends an endless run cleanly and the summary and JSON are written") {

@@ -37,6 +37,16 @@ enum long_only : int {
   opt_laptop,
   opt_latency,
   opt_urt_summary,
+  // cyclictest's long-only flags
+  opt_default_system,
+  opt_mainaffinity,
+  opt_priospread,
+  opt_secaligned,
+  opt_smi,
+  opt_spike,
+  opt_spike_nodes,
+  opt_tracemark,
+  opt_dbg_cyclictest,
 };
 
 const option long_options[] = {
@@ -75,12 +85,38 @@ const option long_options[] = {
     {"fifo", required_argument, nullptr, opt_fifo},
     {"load", required_argument, nullptr, opt_load},
     {"help", no_argument, nullptr, opt_help},
+    // The rest of cyclictest 2.40's flags, with its argument kinds, so that
+    // each is named in its message (taken or rejected with the reason).
+    {"aligned", optional_argument, nullptr, 'A'},
+    {"breaktrace", required_argument, nullptr, 'b'},
+    {"clock", required_argument, nullptr, 'c'},
+    {"default-system", no_argument, nullptr, opt_default_system},
+    {"histofall", required_argument, nullptr, 'H'},
+    {"mainaffinity", required_argument, nullptr, opt_mainaffinity},
+    {"refresh_on_max", no_argument, nullptr, 'M'},
+    {"nsecs", no_argument, nullptr, 'N'},
+    {"oscope", required_argument, nullptr, 'o'},
+    {"priospread", no_argument, nullptr, opt_priospread},
+    {"relative", no_argument, nullptr, 'r'},
+    {"resolution", no_argument, nullptr, 'R'},
+    {"secaligned", optional_argument, nullptr, opt_secaligned},
+    {"system", no_argument, nullptr, 's'},
+    {"smi", no_argument, nullptr, opt_smi},
+    {"smp", no_argument, nullptr, 'S'},
+    {"spike", required_argument, nullptr, opt_spike},
+    {"spike-nodes", required_argument, nullptr, opt_spike_nodes},
+    {"tracemark", no_argument, nullptr, opt_tracemark},
+    {"unbuffered", no_argument, nullptr, 'u'},
+    {"verbose", no_argument, nullptr, 'v'},
+    {"dbg_cyclictest", no_argument, nullptr, opt_dbg_cyclictest},
+    {"posix_timers", no_argument, nullptr, 'x'},
     {nullptr, 0, nullptr, 0},
 };
 
 // Leading ':' : a missing argument returns ':' instead of '?'; opterr = 0
 // keeps getopt itself quiet, every message is ours.
-constexpr const char* short_options = ":a::d:D:F:h:i:l:mp:qt::";
+// cyclictest 2.40's: "a::A::b:c:d:D:F:h:H:i:l:MNo:p:mqrRsSt::uvD:x".
+constexpr const char* short_options = ":a::A::b:c:d:D:F:h:H:i:l:MNo:p:mqrRsSt::uvx";
 
 std::string flag_name(int c) {
   switch (c) {
@@ -149,6 +185,52 @@ std::string flag_name(int c) {
       return "--cid";
     case opt_help:
       return "--help";
+    case 'A':
+      return "-A/--aligned";
+    case 'b':
+      return "-b/--breaktrace";
+    case 'c':
+      return "-c/--clock";
+    case opt_default_system:
+      return "--default-system";
+    case 'H':
+      return "-H/--histofall";
+    case opt_mainaffinity:
+      return "--mainaffinity";
+    case 'M':
+      return "-M/--refresh_on_max";
+    case 'N':
+      return "-N/--nsecs";
+    case 'o':
+      return "-o/--oscope";
+    case opt_priospread:
+      return "--priospread";
+    case 'r':
+      return "-r/--relative";
+    case 'R':
+      return "-R/--resolution";
+    case opt_secaligned:
+      return "--secaligned";
+    case 's':
+      return "-s/--system";
+    case opt_smi:
+      return "--smi";
+    case 'S':
+      return "-S/--smp";
+    case opt_spike:
+      return "--spike";
+    case opt_spike_nodes:
+      return "--spike-nodes";
+    case opt_tracemark:
+      return "--tracemark";
+    case 'u':
+      return "-u/--unbuffered";
+    case 'v':
+      return "-v/--verbose";
+    case opt_dbg_cyclictest:
+      return "--dbg_cyclictest";
+    case 'x':
+      return "-x/--posix_timers";
     default:
       return "?";
   }
@@ -156,6 +238,74 @@ std::string flag_name(int c) {
 
 std::string bad(int c, std::string_view value, std::string_view why) {
   return flag_name(c) + ": '" + std::string(value) + "' " + std::string(why);
+}
+
+// Why a flag of cyclictest's has no meaning for urt-cyclictest; empty for
+// the flags it takes.
+std::string_view unsupported_reason(int c) {
+  switch (c) {
+    case 'A':
+      return "aligning every thread's wake-ups to a common offset is not implemented (each "
+             "series is released from its own start)";
+    case 'b':
+      return "sending a break trace command is ftrace tracing of the kernel tool; urt-cyclictest "
+             "does not stop at a latency threshold";
+    case 'c':
+      return "urt's releases are on CLOCK_MONOTONIC only (-c 0)";
+    case 'H':
+      return "the summary column over all threads is not implemented (-h US gives the "
+             "histogram)";
+    case opt_mainaffinity:
+      return "the main thread only waits for the run's end; pinning it is not implemented";
+    case 'M':
+      return "the live frames are refreshed at a fixed rate; delaying them until a new max is "
+             "not implemented";
+    case 'N':
+      return "reporting in ns is not implemented (urt-cyclictest reports in us)";
+    case 'o':
+      return "oscilloscope mode reduces -v/--verbose output, which urt-cyclictest does not "
+             "write";
+    case opt_priospread:
+      return "every series runs at the one -p priority; spreading priorities is not "
+             "implemented";
+    case 'r':
+      return "urt releases its periodic tasks at absolute times (an absolute timerfd on "
+             "CLOCK_MONOTONIC); there is no relative timer";
+    case 'R':
+      return "checking the clock_gettime() resolution is not implemented";
+    case opt_secaligned:
+      return "aligning the thread wake-ups to the next full second is not implemented";
+    case 's':
+      return "sys_nanosleep and sys_setitimer are the kernel tool's timers; urt's workers wait "
+             "on the runtime's timerfd";
+    case opt_smi:
+      return "SMI counting reads an Intel MSR from the kernel tool's threads; urt-cyclictest "
+             "does not count SMIs";
+    case opt_spike:
+    case opt_spike_nodes:
+      return "recording every spike above a trigger is not implemented";
+    case opt_tracemark:
+      return "writing a trace mark when -b is exceeded is ftrace tracing of the kernel tool";
+    case 'u':
+      return "forcing unbuffered output is not implemented";
+    case 'v':
+      return "the per-sample n:c:v output is not implemented";
+    case opt_dbg_cyclictest:
+      return "it prints the kernel tool's own debugging information; urt-cyclictest has none";
+    case 'x':
+      return "POSIX timers are the kernel tool's timers; urt's workers wait on the runtime's "
+             "timerfd";
+    default:
+      return {};
+  }
+}
+
+// The message for a rejected cyclictest flag: the flag, its value when it
+// has one, and why it has no meaning for urt.
+std::string unsupported(int c, const char* value) {
+  const std::string why = "is not supported: " + std::string(unsupported_reason(c));
+  if (value != nullptr) return bad(c, value, why);
+  return flag_name(c) + " " + why;
 }
 
 // Sets `out` to the value `arg` spells in `table` and returns true, else
@@ -277,6 +427,30 @@ bool duration_syntax(std::string_view text) {
   return text.size() == digits || duration_units.find(text[digits]) != std::string_view::npos;
 }
 
+// For an element "--NAME[=VALUE]" whose NAME is no long option but the
+// start of several (getopt_long's ambiguous abbreviation, "--histo" for
+// --histofall and --histogram), those names ("--histofall or --histogram");
+// else empty.
+std::string abbreviated(std::string_view element) {
+  if (!element.starts_with("--")) return {};
+  const std::string_view given = element.substr(2, element.find('=') - 2);
+  if (given.empty()) return {};
+  std::vector<std::string_view> names;
+  for (const option& opt : long_options) {
+    if (opt.name == nullptr) break;
+    const std::string_view name(opt.name);
+    if (name == given) return {};
+    if (name.starts_with(given)) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i != 0) out += i + 1 == names.size() ? " or " : ", ";
+    out += "--" + std::string(names[i]);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<std::uint64_t> parse_duration(std::string_view text) {
@@ -336,6 +510,9 @@ parse_result parse_options(int argc, char** argv) {
   // to FIFO when a priority is given, with a warning if -p came first.
   bool priority_seen = false;
   bool warn_policy = false;
+  // -S/--smp: -t after it and -a anywhere are ignored, as in cyclictest.
+  bool smp = false;
+  bool affinity_seen = false;
 
   optind = 0;  // GNU: full re-initialisation
   opterr = 0;
@@ -359,8 +536,37 @@ parse_result parse_options(int argc, char** argv) {
         return r;
       }
     }
+    if (!unsupported_reason(c).empty() && !(c == 'c' && arg == "0")) {
+      err = unsupported(c, optarg);
+      return r;
+    }
     switch (c) {
+      case 'c':  // -c 0: CLOCK_MONOTONIC, urt's clock
+        break;
+      case opt_default_system:
+        // cyclictest: power management is not suppressed, i.e.
+        // /dev/cpu_dma_latency is left alone, as with --laptop.
+        o.laptop = true;
+        break;
+      case 'S':
+        // cyclictest: "-a -t and same priority of all threads" (urt runs
+        // every series at -p anyway); a -t or -a besides is ignored.
+        smp = true;
+        o.smp = true;
+        o.threads = -1;
+        o.affinity = true;
+        o.affinity_cpus.clear();
+        break;
       case 'a': {
+        affinity_seen = true;
+        if (smp) {
+          // cyclictest ignores -a in smp mode; a value written apart is
+          // still this flag's.
+          if (optarg == nullptr) detached_value([](std::string_view s) {
+            return !s.empty() && s[0] >= '0' && s[0] <= '9';
+          });
+          break;
+        }
         o.affinity = true;
         const char* value = optarg != nullptr ? optarg : detached_value([](std::string_view s) {
           return !s.empty() && s[0] >= '0' && s[0] <= '9';
@@ -413,6 +619,14 @@ parse_result parse_options(int argc, char** argv) {
         o.quiet = true;
         break;
       case 't': {
+        if (smp) {
+          // cyclictest: "-t ignored due to smp mode" (a -t before -S is
+          // overridden silently); a count written apart is still this flag's.
+          if (optarg == nullptr) detached_value(all_digits);
+          r.warnings.push_back("-t/--threads is ignored after -S/--smp, as cyclictest does (one "
+                               "thread per CPU)");
+          break;
+        }
         if (optarg != nullptr) {
           // -tN, --threads=N: cyclictest rejects 0 there.
           if (all_digits(arg) && arg.find_first_not_of('0') == std::string_view::npos) {
@@ -547,6 +761,9 @@ parse_result parse_options(int argc, char** argv) {
         if (std::string_view(text).starts_with("--fifo-")) {
           err = std::string("unknown option '") + text +
                 "': urt's worker priority flag is --urt-fifo-priority";
+        } else if (const std::string ambiguous = abbreviated(text); !ambiguous.empty()) {
+          err = std::string("unknown option '") + text +
+                "' (long options are taken only in full: " + ambiguous + ")";
         } else if (std::string_view(text).starts_with("--") || optopt == 0 || optopt > 255) {
           err = std::string("unknown or malformed option '") + text + "'";
         } else {
@@ -562,6 +779,10 @@ parse_result parse_options(int argc, char** argv) {
       err = std::string("unexpected argument '") + argv[i] + "'";
       return r;
     }
+  }
+  if (smp && affinity_seen) {
+    r.warnings.push_back("-a/--affinity is ignored with -S/--smp, as cyclictest does (thread N "
+                         "runs on CPU N)");
   }
   // cyclictest: "policy and priority don't match: setting policy to
   // SCHED_FIFO" (a priority means a real-time policy), warned when
@@ -701,6 +922,8 @@ std::string usage(std::string_view program) {
          "-a [CPULIST] --affinity[=CPULIST]  pin thread N to worker N (urt always does:\n"
          "                          a series never migrates); with a cpulist, run the\n"
          "                          workers only on those CPUs (runtime_options::cpus)\n"
+         "-c 0     --clock=0        CLOCK_MONOTONIC, urt's only clock\n"
+         "         --default-system as --laptop: /dev/cpu_dma_latency is left alone\n"
          "-d DIST  --distance=DIST  distance of thread intervals in us, default=500\n"
          "                          (ignored, as in cyclictest, when -h is given);\n"
          "                          no thread's interval may exceed 2^40 us\n"
@@ -726,6 +949,8 @@ std::string usage(std::string_view program) {
          "                          threads (falls back to SCHED_OTHER when refused),\n"
          "                          also with --policy=other, as cyclictest\n"
          "-q       --quiet          print a summary only on exit\n"
+         "-S       --smp            -t -a with one priority for every series, as in\n"
+         "                          cyclictest (a -t after it, or any -a, is ignored)\n"
          "-t [NUM] --threads[=NUM]  number of measuring tasks, 1..1024 (one periodic task\n"
          "                          each); without NUM, or -t 0, one per worker (one per\n"
          "                          CPU the workers may use); without -t 1\n"
@@ -779,7 +1004,10 @@ std::string usage(std::string_view program) {
          "                          lines; the JSON has them always, under \"urt\"\n"
          "         --help           print this text and exit\n"
          "\n"
-         "Long options are taken only in full. -F/--fifo (a named pipe) is not supported.\n"
+         "Long options are taken only in full. cyclictest's other flags (-A, -b, -c 1,\n"
+         "-F, -H, -M, -N, -o, -r, -R, -s, -u, -v, -x, --mainaffinity, --priospread,\n"
+         "--secaligned, --smi, --spike, --spike-nodes, --tracemark, --dbg_cyclictest)\n"
+         "are rejected, each with the reason it has no meaning for urt.\n"
          "Bad options, and --json or --histfile paths that cannot be opened for\n"
          "writing, exit with status 2 before the run. SIGINT/SIGTERM end the run;\n"
          "the summary, histogram and JSON are still written.\n";

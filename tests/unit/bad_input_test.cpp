@@ -916,10 +916,13 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
           "--idle-spin-policy: 'sometimes' is not adaptive or fixed"),
       cli({"--policy=rr"}, "--policy: 'rr' is not other or fifo"),
       cli({"--bogus"}, "unknown or malformed option '--bogus'"),
-      cli({"--t"}, "unknown or malformed option '--t'"),  // ambiguous abbreviation
+      cli({"--t"},  // ambiguous abbreviation
+          "unknown option '--t' (long options are taken only in full: --threads, --throttle, "
+          "--timer-spin, --timer-wake, --topology or --tracemark)"),
       cli({"--quiet=1"}, "unknown or malformed option '--quiet=1'"),
       cli({"--help=me"}, "unknown or malformed option '--help=me'"),
-      cli({"-x"}, "unknown option '-x'"),
+      cli({"-z"}, "unknown option '-z'"),
+      cli({"-X"}, "unknown option '-X'"),  // named in cyclictest's help, not one of its flags
       cli({"-qz"}, "unknown option '-z'"),
       cli({"-a", "0-1", "stray"}, "unexpected argument 'stray'"),
       cli({"-t", "x"}, "unexpected argument 'x'"),
@@ -969,7 +972,8 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
       cli({"-h", "1000001"}, "-h/--histogram: '1000001' is out of range 1..1000000"),
       cli({"-h", "0"}, "-h/--histogram: '0' is out of range 1..1000000"),
       cli({"--histo=5"},  // ambiguous in cyclictest (--histofall)
-          "unknown option '--histo=5' (long options are taken only in full: --histogram)"),
+          "unknown option '--histo=5' (long options are taken only in full: --histofall or "
+          "--histogram)"),
       cli({"--histog=5"},
           "unknown option '--histog=5' (long options are taken only in full: --histogram)"),
       cli({"--quie"}, "unknown option '--quie' (long options are taken only in full: --quiet)"),
@@ -979,6 +983,119 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
       cli({"-F", "/tmp/pipe"},
           "-F/--fifo: '/tmp/pipe' is not supported: urt-cyclictest writes no status to a named "
           "pipe (the SCHED_FIFO priority of urt's workers is --urt-fifo-priority)"),
+      // cyclictest 2.40's flags without a meaning for urt, each with the reason.
+      cli({"-A"},
+          "-A/--aligned is not supported: aligning every thread's wake-ups to a common "
+          "offset is not implemented (each series is released from its own start)"),
+      cli({"--aligned"},
+          "-A/--aligned is not supported: aligning every thread's wake-ups to a common "
+          "offset is not implemented (each series is released from its own start)"),
+      cli({"-A5"},
+          "-A/--aligned: '5' is not supported: aligning every thread's wake-ups to a "
+          "common offset is not implemented (each series is released from its own start)"),
+      cli({"--aligned=5"},
+          "-A/--aligned: '5' is not supported: aligning every thread's wake-ups to a "
+          "common offset is not implemented (each series is released from its own start)"),
+      cli({"-b", "100"},
+          "-b/--breaktrace: '100' is not supported: sending a break trace command is "
+          "ftrace tracing of the kernel tool; urt-cyclictest does not stop at a latency "
+          "threshold"),
+      cli({"--breaktrace=100"},
+          "-b/--breaktrace: '100' is not supported: sending a break trace command is "
+          "ftrace tracing of the kernel tool; urt-cyclictest does not stop at a latency "
+          "threshold"),
+      cli({"-c", "1"},
+          "-c/--clock: '1' is not supported: urt's releases are on CLOCK_MONOTONIC only "
+          "(-c 0)"),
+      cli({"--clock=1"},
+          "-c/--clock: '1' is not supported: urt's releases are on CLOCK_MONOTONIC only "
+          "(-c 0)"),
+      cli({"-H", "100"},
+          "-H/--histofall: '100' is not supported: the summary column over all threads is "
+          "not implemented (-h US gives the histogram)"),
+      cli({"--histofall=100"},
+          "-H/--histofall: '100' is not supported: the summary column over all threads is "
+          "not implemented (-h US gives the histogram)"),
+      cli({"--mainaffinity=0"},
+          "--mainaffinity: '0' is not supported: the main thread only waits for the run's "
+          "end; pinning it is not implemented"),
+      cli({"--mainaffinity", "0"},
+          "--mainaffinity: '0' is not supported: the main thread only waits for the run's "
+          "end; pinning it is not implemented"),
+      cli({"-M"},
+          "-M/--refresh_on_max is not supported: the live frames are refreshed at a fixed "
+          "rate; delaying them until a new max is not implemented"),
+      cli({"--refresh_on_max"},
+          "-M/--refresh_on_max is not supported: the live frames are refreshed at a fixed "
+          "rate; delaying them until a new max is not implemented"),
+      cli({"-N"},
+          "-N/--nsecs is not supported: reporting in ns is not implemented "
+          "(urt-cyclictest reports in us)"),
+      cli({"--nsecs"},
+          "-N/--nsecs is not supported: reporting in ns is not implemented "
+          "(urt-cyclictest reports in us)"),
+      cli({"-o", "10"},
+          "-o/--oscope: '10' is not supported: oscilloscope mode reduces -v/--verbose "
+          "output, which urt-cyclictest does not write"),
+      cli({"--oscope=10"},
+          "-o/--oscope: '10' is not supported: oscilloscope mode reduces -v/--verbose "
+          "output, which urt-cyclictest does not write"),
+      cli({"--priospread"},
+          "--priospread is not supported: every series runs at the one -p priority; "
+          "spreading priorities is not implemented"),
+      cli({"-r"},
+          "-r/--relative is not supported: urt releases its periodic tasks at absolute "
+          "times (an absolute timerfd on CLOCK_MONOTONIC); there is no relative timer"),
+      cli({"--relative"},
+          "-r/--relative is not supported: urt releases its periodic tasks at absolute "
+          "times (an absolute timerfd on CLOCK_MONOTONIC); there is no relative timer"),
+      cli({"-R"},
+          "-R/--resolution is not supported: checking the clock_gettime() resolution is "
+          "not implemented"),
+      cli({"--resolution"},
+          "-R/--resolution is not supported: checking the clock_gettime() resolution is "
+          "not implemented"),
+      cli({"--secaligned"},
+          "--secaligned is not supported: aligning the thread wake-ups to the next full "
+          "second is not implemented"),
+      cli({"--secaligned=5"},
+          "--secaligned: '5' is not supported: aligning the thread wake-ups to the next "
+          "full second is not implemented"),
+      cli({"-s"},
+          "-s/--system is not supported: sys_nanosleep and sys_setitimer are the kernel "
+          "tool's timers; urt's workers wait on the runtime's timerfd"),
+      cli({"--system"},
+          "-s/--system is not supported: sys_nanosleep and sys_setitimer are the kernel "
+          "tool's timers; urt's workers wait on the runtime's timerfd"),
+      cli({"--smi"},
+          "--smi is not supported: SMI counting reads an Intel MSR from the kernel tool's "
+          "threads; urt-cyclictest does not count SMIs"),
+      cli({"--spike=100"},
+          "--spike: '100' is not supported: recording every spike above a trigger is not "
+          "implemented"),
+      cli({"--spike-nodes=8"},
+          "--spike-nodes: '8' is not supported: recording every spike above a trigger is "
+          "not implemented"),
+      cli({"--tracemark"},
+          "--tracemark is not supported: writing a trace mark when -b is exceeded is "
+          "ftrace tracing of the kernel tool"),
+      cli({"-u"},
+          "-u/--unbuffered is not supported: forcing unbuffered output is not implemented"),
+      cli({"--unbuffered"},
+          "-u/--unbuffered is not supported: forcing unbuffered output is not implemented"),
+      cli({"-v"},
+          "-v/--verbose is not supported: the per-sample n:c:v output is not implemented"),
+      cli({"--verbose"},
+          "-v/--verbose is not supported: the per-sample n:c:v output is not implemented"),
+      cli({"--dbg_cyclictest"},
+          "--dbg_cyclictest is not supported: it prints the kernel tool's own debugging "
+          "information; urt-cyclictest has none"),
+      cli({"-x"},
+          "-x/--posix_timers is not supported: POSIX timers are the kernel tool's timers; "
+          "urt's workers wait on the runtime's timerfd"),
+      cli({"--posix_timers"},
+          "-x/--posix_timers is not supported: POSIX timers are the kernel tool's timers; "
+          "urt's workers wait on the runtime's timerfd"),
       cli({"--fifo-priority=80"},
           "unknown option '--fifo-priority=80': urt's worker priority flag is --urt-fifo-priority"),
       cli({"--histfile="}, "--histfile: '' is an empty path"),
