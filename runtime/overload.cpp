@@ -7,30 +7,14 @@
 namespace urt::detail {
 
 overload_mask::overload_mask(std::span<const worker_place> workers)
-    : n_(static_cast<unsigned>(workers.size())) {
-  if (n_ == 0 || n_ > max_workers) {
-    throw std::invalid_argument("overload_mask: " + std::to_string(n_) + " workers (need 1.." +
-                                std::to_string(max_workers) + ")");
-  }
-  // Each LLC starts on a line of its own; its workers fill bytes in id order.
-  line_of_.resize(n_);
-  slot_of_.resize(n_);
-  std::size_t line = 0;
-  unsigned slot = 0;
-  for (unsigned w = 0; w < n_; ++w) {
-    const bool new_llc = w > 0 && workers[w].llc != workers[w - 1].llc;
-    if (w > 0 && (new_llc || slot == 64)) {
-      ++line;
-      slot = 0;
-    }
-    line_of_[w] = line;
-    slot_of_[w] = static_cast<std::uint8_t>(slot++);
-  }
-  lines_ = std::make_unique<byte_line[]>(line + 1);  // value-initialized: all zero
-}
+    : n_(static_cast<unsigned>(workers.size())), flags_(checked(workers)) {}
 
-std::atomic<std::uint8_t>& overload_mask::flag(unsigned w) const noexcept {
-  return lines_[line_of_[w]].bytes[slot_of_[w]];
+std::span<const worker_place> overload_mask::checked(std::span<const worker_place> workers) {
+  if (workers.empty() || workers.size() > max_workers) {
+    throw std::invalid_argument("overload_mask: " + std::to_string(workers.size()) +
+                                " workers (need 1.." + std::to_string(max_workers) + ")");
+  }
+  return workers;
 }
 
 void overload_mask::set(unsigned w, int top) noexcept {

@@ -47,6 +47,7 @@
 #include <span>
 #include <vector>
 
+#include "llc_bytes.hpp"
 #include "spinlock.hpp"
 #include "urt/worker_set.hpp"
 #include "urt/topology.hpp"
@@ -82,15 +83,11 @@ class overload_mask {
   [[nodiscard]] unsigned worker_count() const noexcept { return n_; }
 
  private:
-  struct alignas(64) byte_line {
-    std::atomic<std::uint8_t> bytes[64];
-  };
-  [[nodiscard]] std::atomic<std::uint8_t>& flag(unsigned w) const noexcept;
+  static std::span<const worker_place> checked(std::span<const worker_place> workers);
+  [[nodiscard]] std::atomic<std::uint8_t>& flag(unsigned w) const noexcept { return flags_[w]; }
 
   unsigned n_ = 0;
-  std::vector<std::size_t> line_of_;  // worker -> its byte's line
-  std::vector<std::uint8_t> slot_of_; // worker -> its byte within the line
-  std::unique_ptr<byte_line[]> lines_;
+  llc_bytes flags_;  // per-LLC lines (llc_bytes.hpp)
   alignas(64) std::atomic<unsigned> count_{0};
 };
 

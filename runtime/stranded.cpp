@@ -2,38 +2,26 @@
 
 namespace urt::detail {
 
-stranded_marks::stranded_marks(std::span<const worker_place> workers) { lay_out(workers); }
+stranded_marks::stranded_marks(std::span<const worker_place> workers)
+    : n_(static_cast<unsigned>(workers.size())),
+      marks_(workers),
+      slots_(std::make_unique<slot[]>(workers.empty() ? 1 : workers.size())) {}
 
-stranded_marks::stranded_marks(unsigned workers) {
+namespace {
+
+std::vector<worker_place> one_llc(unsigned workers) {
   std::vector<worker_place> flat(workers);
   for (unsigned w = 0; w < workers; ++w) flat[w].worker = w;
-  lay_out(flat);
+  return flat;
 }
 
-void stranded_marks::lay_out(std::span<const worker_place> workers) {
-  n_ = static_cast<unsigned>(workers.size());
-  // Each LLC starts on a line of its own; its workers fill bytes in id order.
-  line_of_.resize(n_);
-  slot_of_.resize(n_);
-  std::size_t line = 0;
-  unsigned byte = 0;
-  for (unsigned w = 0; w < n_; ++w) {
-    const bool new_llc = w > 0 && workers[w].llc != workers[w - 1].llc;
-    if (w > 0 && (new_llc || byte == 64)) {
-      ++line;
-      byte = 0;
-    }
-    line_of_[w] = line;
-    slot_of_[w] = static_cast<std::uint8_t>(byte++);
-  }
-  lines_n_ = n_ == 0 ? 0 : line + 1;
-  lines_ = std::make_unique<byte_line[]>(lines_n_ == 0 ? 1 : lines_n_);
-  slots_ = std::make_unique<slot[]>(n_ == 0 ? 1 : n_);
-}
+}  // namespace
+
+stranded_marks::stranded_marks(unsigned workers) : stranded_marks(one_llc(workers)) {}
 
 bool stranded_marks::any() const noexcept {
-  for (std::size_t l = 0; l < lines_n_; ++l) {
-    for (const auto& b : lines_[l].bytes) {
+  for (std::size_t l = 0; l < marks_.lines(); ++l) {
+    for (const auto& b : marks_.line(l)) {
       if (b.load(std::memory_order_relaxed) != 0) return true;
     }
   }

@@ -46,6 +46,7 @@
 #include <span>
 #include <vector>
 
+#include "llc_bytes.hpp"
 #include "urt/timer.hpp"
 #include "urt/topology.hpp"
 
@@ -108,22 +109,13 @@ class stranded_marks {
   [[nodiscard]] unsigned worker_count() const noexcept { return n_; }
 
  private:
-  struct alignas(64) byte_line {
-    std::atomic<std::uint8_t> bytes[64];
-  };
   struct alignas(64) slot {
     std::atomic<std::uint64_t> points{0};  // owner writes; a line of its own
   };
-  [[nodiscard]] std::atomic<std::uint8_t>& flag(unsigned w) const noexcept {
-    return lines_[line_of_[w]].bytes[slot_of_[w]];
-  }
-  void lay_out(std::span<const worker_place> workers);
+  [[nodiscard]] std::atomic<std::uint8_t>& flag(unsigned w) const noexcept { return marks_[w]; }
 
   unsigned n_ = 0;
-  std::size_t lines_n_ = 0;
-  std::vector<std::size_t> line_of_;    // worker -> its byte's line
-  std::vector<std::uint8_t> slot_of_;   // worker -> its byte within the line
-  std::unique_ptr<byte_line[]> lines_;  // value-initialized: nobody marked
+  llc_bytes marks_;  // per-LLC lines (llc_bytes.hpp); 0: not marked
   std::unique_ptr<slot[]> slots_;
 };
 
