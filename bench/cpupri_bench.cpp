@@ -564,6 +564,11 @@ std::string load_between(const machine_load& a, const machine_load& b) {
 // Above this share of the machine taken by others, timings are flagged.
 constexpr double disturbed_share = 0.10;
 
+// load_between(a, b), flagged " [DISTURBED]" above disturbed_share.
+std::string meanwhile(const machine_load& a, const machine_load& b) {
+  return load_between(a, b) + (other_share(a, b) > disturbed_share ? " [DISTURBED]" : "");
+}
+
 struct thread_out {
   steady::time_point start;
   steady::time_point end;
@@ -772,9 +777,8 @@ int main(int argc, char** argv) {
     results.push_back(std::move(row));
   }
   const machine_load part1_after = machine_load::now();
-  std::printf("  answers identical across layouts: %s; meanwhile %s%s\n\n",
-              answers_agree ? "yes" : "NO", load_between(part1_before, part1_after).c_str(),
-              other_share(part1_before, part1_after) > disturbed_share ? " [DISTURBED]" : "");
+  std::printf("  answers identical across layouts: %s; meanwhile %s\n\n",
+              answers_agree ? "yes" : "NO", meanwhile(part1_before, part1_after).c_str());
   std::vector<std::vector<table_row>> part1_rows;
   for (const auto& r : results) part1_rows.push_back(rows_of(r));
   std::vector<const char*> part1_columns{"update"};
@@ -816,9 +820,8 @@ int main(int argc, char** argv) {
     spawns.push_back(std::move(row));
   }
   const machine_load part2_after = machine_load::now();
-  std::printf("  answers identical across layouts: %s; meanwhile %s%s\n\n",
-              spawns_agree ? "yes" : "NO", load_between(part2_before, part2_after).c_str(),
-              other_share(part2_before, part2_after) > disturbed_share ? " [DISTURBED]" : "");
+  std::printf("  answers identical across layouts: %s; meanwhile %s\n\n",
+              spawns_agree ? "yes" : "NO", meanwhile(part2_before, part2_after).c_str());
   std::vector<std::vector<table_row>> part2_rows;
   for (const auto& row : spawns) {
     std::vector<table_row> rows;
@@ -860,9 +863,8 @@ int main(int argc, char** argv) {
       const std::vector<contention_result> rs =
           run_contention(cc, cpus, ops, static_cast<unsigned>(reps), &pinned);
       const machine_load after = machine_load::now();
-      std::printf("\n%s (\"%s\")%s; meanwhile %s%s\n", cc.label, cc.synthetic,
-                  pinned ? "" : "  [WARNING: pinning failed]", load_between(before, after).c_str(),
-                  other_share(before, after) > disturbed_share ? " [DISTURBED]" : "");
+      std::printf("\n%s (\"%s\")%s; meanwhile %s\n", cc.label, cc.synthetic,
+                  pinned ? "" : "  [WARNING: pinning failed]", meanwhile(before, after).c_str());
       std::printf("%-14s %9s %9s %17s %8s %8s %11s %9s\n", "layout", "solo ns", "2-thr ns",
                   "(min..max)", "2thr/solo", "/global", "excess ns", "/global");
       const double g_excess = rs[0].duo - rs[0].solo;

@@ -193,6 +193,8 @@ TEST_CASE("stranded_marks: a spawner racing the owner's drain never leaves a nod
       }
       for (auto& n : nodes) {
         box.push(n.get());
+        // doorbell::ring()'s fence: pairs with the one in point(), as in
+        // worker::submit_remote.
         std::atomic_thread_fence(std::memory_order_seq_cst);
         m.mark(1);
       }
