@@ -1,0 +1,134 @@
+#include "commands.hpp"
+
+#include "protocol.hpp"
+
+namespace kv {
+namespace {
+
+using args_t = std::span<const std::string_view>;
+
+// Redis's error texts, so that clients that match on them work.
+void wrong_arity(std::string& out, std::string_view name) {
+  std::string lower(name);
+  for (char& ch : lower) ch = (ch >= 'A' && ch <= 'Z') ? static_cast<char>(ch - 'A' + 'a') : ch;
+  reply_error(out, "ERR wrong number of arguments for '" + lower + "' command");
+}
+
+void unknown_command(std::string& out, args_t args) {
+  std::string message = "ERR unknown command '";
+  message += args[0].substr(0, 128);
+  message += "', with args beginning with: ";
+  for (std::size_t i = 1; i < args.size() && message.size() < 256; ++i) {
+    message += '\'';
+    message += args[i].substr(0, 128);
+    message += "' ";
+  }
+  reply_error(out, message);
+}
+
+bool parse_work(std::string_view text, std::chrono::nanoseconds& d) noexcept {
+  std::int64_t us = 0;
+  if (!parse_int64(text, us) || us < 0 || us > max_work_us) return false;
+  d = std::chrono::microseconds{us};
+  return true;
+}
+
+}  // namespace
+
+command_plan plan(args_t args) noexcept {
+  command_plan p;
+  if (args.empty()) return p;
+  if (equals_nocase(args[0], "keys") && args.size() == 2) {
+    p.cls = command_class::bulk;
+    p.bulk = bulk_kind::keys;
+    p.pattern = args[1];
+  } else if (equals_nocase(args[0], "work") && args.size() == 2 && parse_work(args[1], p.work)) {
+    p.cls = command_class::bulk;
+    p.bulk = bulk_kind::work;
+  }
+  return p;
+}
+
+bool run_control(args_t args, std::string& out, command_context& ctx) {
+  const std::string_view name = args[0];
+  const std::size_t n = args.size();
+  const auto is = [&](std::string_view c) { return equals_nocase(name, c); };
+  const auto error = [&](std::string_view text) {
+    ctx.counters.add(ctx.counters.command_errors);
+    reply_error(out, text);
+  };
+  const auto arity = [&] {
+    ctx.counters.add(ctx.counters.command_errors);
+    wrong_arity(out, name);
+  };
+  if (is("get")) {
+    if (n != 2) return arity(), true;
+    ctx.db.get(args[1], out);
+  } else if (is("set")) {
+    if (n < 3) return arity(), true;
+    if (n > 3) return error("ERR syntax error"), true;  // no EX/PX/NX/XX options
+    ctx.db.set(args[1], args[2]);
+    reply_simple(out, "OK");
+  } else if (is("ping")) {
+    if (n > 2) return arity(), true;
+    if (n == 2) {
+      reply_bulk(out, args[1]);
+    } else {
+      reply_simple(out, "PONG");
+    }
+  } else if (is("echo")) {
+    if (n != 2) return arity(), true;
+    reply_bulk(out, args[1]);
+  } else if (is("del") || is("exists")) {
+    if (n < 2) return arity(), true;
+    const bool del = is("del");
+    std::int64_t count = 0;
+    for (std::size_t i = 1; i < n; ++i) count += del ? ctx.db.del(args[i]) : ctx.db.exists(args[i]);
+    reply_integer(out, count);
+  } else if (is("dbsize")) {
+    if (n != 1) return arity(), true;
+    reply_integer(out, static_cast<std::int64_t>(ctx.db.size()));
+  } else if (is("info")) {
+    if (n > 2) return arity(), true;
+    reply_bulk(out, info_text(ctx.view(), n == 2 ? args[1] : std::string_view{}));
+  } else if (is("keys")) {
+    return arity(), true;  // a well-formed KEYS is bulk
+  } else if (is("work")) {
+    if (n != 2) return arity(), true;
+    error("ERR WORK takes microseconds as an integer in 0.." + std::to_string(max_work_us) +
+          ", not '" + std::string(args[1].substr(0, 64)) + "'");
+  } else if (is("quit")) {
+    reply_simple(out, "OK");
+    return false;
+  } else if (is("select")) {
+    if (n != 2) return arity(), true;
+    if (args[1] != "0") return error("ERR DB index is out of range"), true;  // one database
+    reply_simple(out, "OK");
+  } else if (is("config")) {
+    // What redis-benchmark asks before it starts: urt-kv persists nothing.
+    if (n != 3 || !equals_nocase(args[1], "get")) {
+      return error("ERR urt-kv supports only CONFIG GET <parameter>"), true;
+    }
+    if (equals_nocase(args[2], "save") || equals_nocase(args[2], "appendonly")) {
+      reply_array_header(out, 2);
+      reply_bulk(out, equals_nocase(args[2], "save") ? "save" : "appendonly");
+      reply_bulk(out, equals_nocase(args[2], "save") ? "" : "no");
+    } else {
+      reply_array_header(out, 0);
+    }
+  } else if (is("command")) {
+    reply_array_header(out, 0);  // redis-cli asks for COMMAND DOCS: none (it then works without hints)
+  } else {
+    ctx.counters.add(ctx.counters.command_errors);
+    unknown_command(out, args);
+  }
+  return true;
+}
+
+void spin_for(std::chrono::nanoseconds d) noexcept {
+  const auto end = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+}  // namespace kv

@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""Drives urt-kv over TCP, in both modes (urt and the plain Asio baseline).
+
+    kv_server_test.py URT_KV [REDIS_CLI] [PROMTOOL]
+
+Checks, for --mode urt and --mode asio:
+  - the protocol: a table of requests (well-formed, pipelined, and every
+    malformed case) with the exact reply, and whether the connection stays
+    usable afterwards;
+  - robustness: 100 KB of random bytes, a client that disconnects in the
+    middle of a request, and one that never reads its replies do not stop
+    the server or disturb another client;
+  - limits: --max-clients, --max-request, --idle-timeout;
+  - GET/SET/DEL consistency with concurrent clients;
+  - /metrics: HTTP 200 with the Prometheus text format (promtool check
+    metrics when PROMTOOL is given), 404 elsewhere;
+  - redis-cli round trips (when REDIS_CLI is given);
+  - clean shutdown: SIGTERM and SIGINT with connections open exit 0; bad
+    command lines exit 2 naming the option.
+No check depends on timing: waits have generous limits and only bound a
+hang.
+"""
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+HANG = 30.0  # seconds: only ever reached when something hangs
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+    return cond
+
+
+class Server:
+    def __init__(self, binary, mode, *extra):
+        self.mode = mode
+        self.proc = subprocess.Popen([binary, "--port", "0", "--mode", mode, *extra],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.port = int(self._line(r"listening on 127\.0\.0\.1:(\d+)"))
+        self.metrics_port = None
+        if "--metrics-port" in extra:
+            self.metrics_port = int(self._line(r"metrics on http://127\.0\.0\.1:(\d+)/metrics"))
+
+    def _line(self, pattern):
+        watchdog = threading.Timer(HANG, self.proc.kill)  # a server that never says it listens
+        watchdog.start()
+        line = self.proc.stdout.readline()
+        watchdog.cancel()
+        m = re.fullmatch(pattern, line.strip())
+        if not m:
+            self.proc.kill()
+            raise SystemExit(f"urt-kv: unexpected output {line!r} ({self.proc.stderr.read()})")
+        return m.group(1)
+
+    def stop(self, sig=signal.SIGTERM):
+        self.proc.send_signal(sig)
+        try:
+            code = self.proc.wait(timeout=HANG)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = "hung"
+        err = self.proc.stderr.read()
+        return code, err
+
+
+class Conn:
+    """A RESP client connection that reads one reply at a time."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        self.buf = b""
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise EOFError
+        self.buf += chunk
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def reply(self):
+        """The next reply as bytes on the wire (for exact comparison)."""
+        return self._raw()
+
+    def _raw(self):
+        line = self._line()
+        kind = line[:1]
+        out = line + b"\r\n"
+        if kind == b"$" and int(line[1:]) >= 0:
+            n = int(line[1:])
+            while len(self.buf) < n + 2:
+                self._fill()
+            out += self.buf[:n + 2]
+            self.buf = self.buf[n + 2:]
+        elif kind == b"*" and int(line[1:]) > 0:
+            for _ in range(int(line[1:])):
+                out += self._raw()
+        return out
+
+    def call(self, *args):
+        req = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            req += b"$%d\r\n%s\r\n" % (len(a), a)
+        self.send(req)
+        return self.reply()
+
+    def at_eof(self):
+        """True once the server has closed the connection (after any bytes)."""
+        try:
+            while True:
+                if not self.sock.recv(65536):
+                    return True
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except socket.timeout:
+            return False
+
+    def close(self):
+        self.sock.close()
+
+
+def bulk(b):
+    return b"$%d\r\n%s\r\n" % (len(b), b)
+
+
+# (request bytes, expected replies, connection stays usable)
+PROTOCOL = [
+    (b"PING\r\n", [b"+PONG\r\n"], True),
+    (b"ping\n", [b"+PONG\r\n"], True),
+    (b"*1\r\n$4\r\nPING\r\n", [b"+PONG\r\n"], True),
+    (b"*2\r\n$4\r\nECHO\r\n$5\r\na\r\nb\x00\r\n", [bulk(b"a\r\nb\x00")], True),
+    (b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n",
+     [b"+OK\r\n", bulk(b"v")], True),
+    (b'SET q "a b\\tc"\r\nGET q\r\n', [b"+OK\r\n", bulk(b"a b\tc")], True),
+    (b"EXISTS k q nope\r\nDEL q nope\r\nGET q\r\n", [b":2\r\n", b":1\r\n", b"$-1\r\n"], True),
+    (b"\r\n\r\n*0\r\n*-1\r\nPING\r\n", [b"+PONG\r\n"], True),
+    (b"KEYS k\r\n", [b"*1\r\n" + bulk(b"k")], True),
+    (b"WORK 100\r\n", [b"+OK\r\n"], True),
+    (b"NOSUCH a\r\n", [b"-ERR unknown command 'NOSUCH', with args beginning with: 'a' \r\n"], True),
+    (b"GET\r\n", [b"-ERR wrong number of arguments for 'get' command\r\n"], True),
+    (b"SET a b EX 10\r\n", [b"-ERR syntax error\r\n"], True),
+    (b"WORK soon\r\n", [b"-ERR WORK takes microseconds as an integer in 0..1000000, not 'soon'\r\n"], True),
+    (b"WORK 1000001\r\n", [b"-ERR WORK takes microseconds as an integer in 0..1000000, not '1000001'\r\n"], True),
+    (b"SELECT 3\r\n", [b"-ERR DB index is out of range\r\n"], True),
+    (b'SET k "open\r\n', [b"-ERR Protocol error: unbalanced quotes in request\r\n"], True),
+    (b"SET k 'a'b\r\n", [b"-ERR Protocol error: unbalanced quotes in request\r\n"], True),
+    (b"*x\r\n", [b"-ERR Protocol error: invalid multibulk length\r\n"], False),
+    (b"*2000000\r\n", [b"-ERR Protocol error: invalid multibulk length\r\n"], False),
+    (b"*1\r\nPING\r\n", [b"-ERR Protocol error: expected '$', got 'P'\r\n"], False),
+    (b"*1\r\n$-5\r\n", [b"-ERR Protocol error: invalid bulk length\r\n"], False),
+    (b"*1\r\n$abc\r\n", [b"-ERR Protocol error: invalid bulk length\r\n"], False),
+    (b"*1\r\n$" + b"9" * 40 + b"\r\n", [b"-ERR Protocol error: too big bulk count string\r\n"], False),
+    (b"*1\r\n$3\r\nabcXY", [b"-ERR Protocol error: expected CRLF after a bulk string of 3 bytes\r\n"], False),
+    # --max-request 1024 (below)
+    (b"*2\r\n$4\r\nECHO\r\n$1010\r\n",
+     [b"-ERR Protocol error: request bigger than the server's limit of 1024 bytes (--max-request)\r\n"], False),
+    (b"*2\r\n$4\r\nECHO\r\n$5000\r\n", [b"-ERR Protocol error: invalid bulk length\r\n"], False),
+    (b"A" * 2000, [b"-ERR Protocol error: too big inline request\r\n"], False),
+    (b"QUIT\r\n", [b"+OK\r\n"], False),
+]
+
+
+def protocol_table(port):
+    for request, replies, stays in PROTOCOL:
+        c = Conn(port)
+        c.send(request)
+        try:
+            got = [c.reply() for _ in replies]
+        except EOFError:
+            got = ["<closed>"]
+        check(got == replies, f"{request[:40]!r}: replies {got!r}, expected {replies!r}")
+        if stays:
+            c.send(b"PING\r\n")
+            try:
+                check(c.reply() == b"+PONG\r\n", f"{request[:40]!r}: connection unusable after it")
+            except EOFError:
+                check(False, f"{request[:40]!r}: the server closed the connection")
+        else:
+            check(c.at_eof(), f"{request[:40]!r}: the connection should be closed after the error")
+        c.close()
+
+
+def info(port, field):
+    deadline = time.monotonic() + HANG
+    while True:  # a server at --max-clients may refuse it until a close is seen
+        c = Conn(port)
+        try:
+            text = c.call("INFO").decode(errors="replace")
+        except (EOFError, OSError):
+            text = "-ERR closed"
+        c.close()
+        if not text.startswith("-ERR max number of clients") and text != "-ERR closed":
+            break
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
+    m = re.search(rf"^{field}:(\S+)\r$", text, re.M)
+    return m.group(1) if m else None
+
+
+def robustness(port):
+    other = Conn(port)
+    check(other.call("SET", "keep", "safe") == b"+OK\r\n", "robustness: SET")
+
+    # 100 KB of random bytes; the noisy client reads whatever comes back.
+    noisy = Conn(port)
+    noise = random.Random(7).randbytes(100 * 1024)
+    drained = threading.Event()
+
+    def drain():
+        try:
+            while noisy.sock.recv(65536):
+                pass
+        except OSError:
+            pass
+        drained.set()
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        noisy.send(noise)
+    except OSError:
+        pass  # the server may close it at a fatal protocol error
+    for i in range(50):  # meanwhile the other client is served
+        check(other.call("PING") == b"+PONG\r\n", "robustness: PING during random bytes")
+    try:
+        noisy.sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass  # closed already
+    check(drained.wait(HANG), "robustness: the random-bytes connection never ended")
+    reader.join()
+    noisy.close()
+
+    # A client that disconnects in the middle of a request.
+    for cut in (b"*3\r\n$3\r\nSET\r\n$1\r\nz", b"*3\r\n$3\r\nSET\r\n$1\r\nz\r\n$100\r\n12345", b"GET ke"):
+        c = Conn(port)
+        c.send(cut)
+        c.close()
+    check(other.call("EXISTS", "z") == b":0\r\n", "robustness: a half-sent SET must not apply")
+
+    # A client that never reads: 20000 GETs of a 900-byte value (18 MB of
+    # replies) fill its socket; the server must go on serving the others.
+    check(other.call("SET", "big", b"x" * 900) == b"+OK\r\n", "robustness: SET big")
+    stuck = Conn(port)
+    stuck.send(b"GET big\r\n" * 20000)
+    for i in range(50):
+        check(other.call("GET", "keep") == bulk(b"safe"), "robustness: GET while a client never reads")
+    other.close()
+    return stuck
+
+
+def limits(binary, mode):
+    s = Server(binary, mode, "--max-clients", "3", "--idle-timeout", "0")
+    conns = [Conn(s.port) for _ in range(3)]
+    for c in conns:
+        check(c.call("PING") == b"+PONG\r\n", f"{mode}: a connection under the limit works")
+    extra = Conn(s.port)
+    try:
+        got = extra.reply()
+    except EOFError:
+        got = "<closed without a reply>"
+    check(got == b"-ERR max number of clients reached\r\n", f"{mode}: over --max-clients: {got!r}")
+    check(extra.at_eof(), f"{mode}: the refused connection is closed")
+    conns.pop().close()
+    deadline = time.monotonic() + HANG
+    ok = False
+    while time.monotonic() < deadline and not ok:  # the close is seen asynchronously
+        c = Conn(s.port)
+        try:
+            ok = c.call("PING") == b"+PONG\r\n"
+        except (EOFError, OSError):
+            time.sleep(0.05)
+        c.close()
+    check(ok, f"{mode}: a connection is accepted again once one closed")
+    # One refusal above, and maybe more while the close was still unseen.
+    check(int(info(s.port, "rejected_connections") or 0) >= 1, f"{mode}: INFO rejected_connections")
+    code, err = s.stop(signal.SIGINT)
+    check(code == 0, f"{mode}: SIGINT with connections open: exit {code} {err}")
+    for c in conns:
+        c.close()
+
+
+def concurrency(port):
+    errors = []
+
+    def client(t):
+        c = Conn(port)
+        for i in range(300):
+            key = f"c{t}:{i % 17}"
+            val = f"{t}-{i}".encode()
+            if c.call("SET", key, val) != b"+OK\r\n":
+                errors.append("SET")
+            if c.call("GET", key) != bulk(val):
+                errors.append(f"GET {key}")
+            if i % 3 == 2:
+                if c.call("DEL", key) != b":1\r\n":
+                    errors.append(f"DEL {key}")
+                if c.call("GET", key) != b"$-1\r\n":
+                    errors.append(f"GET after DEL {key}")
+            c.call("SET", "shared", val)
+        c.close()
+
+    threads = [threading.Thread(target=client, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    check(not errors, f"concurrency: {errors[:5]}")
+    c = Conn(port)
+    shared = c.call("GET", "shared")
+    check(shared in [bulk(f"{t}-299".encode()) for t in range(4)], f"concurrency: shared is {shared!r}")
+    # Every client's keys left: i % 17 for i in 0..299 whose last op was not a DEL.
+    expected = 0
+    for t in range(4):
+        last = {}
+        for i in range(300):
+            last[i % 17] = i % 3 != 2
+        expected += sum(last.values())
+    keys = c.call("KEYS", "c*")
+    check(keys.startswith(b"*%d\r\n" % expected), f"concurrency: KEYS c* is {keys[:20]!r}, expected {expected}")
+    c.close()
+
+
+def metrics(port, promtool):
+    def get(path):
+        s = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: text/plain\r\n\r\n".encode())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        head, _, body = data.partition(b"\r\n\r\n")
+        return head.decode(), body.decode()
+
+    head, body = get("/metrics")
+    check(head.startswith("HTTP/1.1 200 OK"), f"/metrics: {head[:40]!r}")
+    check("Content-Type: text/plain; version=0.0.4" in head, "/metrics: content type")
+    sample = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="[^"]*",?)*\})? \S+$')
+    for line in body.splitlines():
+        check(line.startswith("# HELP ") or line.startswith("# TYPE ") or sample.match(line),
+              f"/metrics: bad line {line!r}")
+    check("urt_kv_commands_total{class=\"control\"}" in body, "/metrics: commands by class")
+    if promtool:
+        r = subprocess.run([promtool, "check", "metrics"], input=body, text=True, capture_output=True,
+                           timeout=HANG)
+        check(r.returncode == 0, f"promtool check metrics: {r.stdout} {r.stderr}")
+    head, _ = get("/other")
+    check(head.startswith("HTTP/1.1 404"), f"/other: {head[:40]!r}")
+
+
+def redis_cli(cli, port):
+    def run(*args, stdin=None):
+        r = subprocess.run([cli, "-p", str(port), *args], input=stdin, text=True, capture_output=True,
+                           timeout=HANG)
+        return r.stdout
+    check(run("PING") == "PONG\n", "redis-cli PING")
+    check(run("SET", "cli key", "two words") == "OK\n", "redis-cli SET")
+    check(run("GET", "cli key") == "two words\n", "redis-cli GET")
+    check(run("EXISTS", "cli key", "nope") == "1\n", "redis-cli EXISTS")
+    script = run(stdin="SET s 1\nGET s\nDEL s\nGET s\nNOSUCH\n")
+    check(script.splitlines()[:4] == ["OK", "1", "1", ""], f"redis-cli script: {script!r}")
+    check("ERR unknown command" in script, f"redis-cli script error: {script!r}")
+    check("connected_clients:" in run("INFO", "clients"), "redis-cli INFO clients")
+
+
+def command_line(binary):
+    for args, needle in [(["--port", "70000"], '--port: "70000"'),
+                         (["--mode", "fast"], '--mode: "fast"'),
+                         (["--idle-timeout", "-3"], '--idle-timeout: "-3"'),
+                         (["--nope"], '"--nope"')]:
+        r = subprocess.run([binary, *args], capture_output=True, text=True, timeout=HANG)
+        check(r.returncode == 2 and needle in r.stderr, f"{args}: exit {r.returncode}, {r.stderr[:80]!r}")
+    r = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=HANG)
+    check(r.returncode == 0 and "--max-clients" in r.stdout, "--help")
+
+
+def main():
+    binary = sys.argv[1]
+    cli = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] and not sys.argv[2].endswith("NOTFOUND") else None
+    promtool = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] and not sys.argv[3].endswith("NOTFOUND") else None
+    command_line(binary)
+    for mode in ("urt", "asio"):
+        print(f"--- mode {mode}", flush=True)
+        s = Server(binary, mode, "--max-request", "1024", "--idle-timeout", "2", "--metrics-port", "0")
+        protocol_table(s.port)
+        stuck = robustness(s.port)
+        # The idle timeout closes the client that never reads (and any idle one).
+        idle = Conn(s.port)
+        check(idle.at_eof(), f"{mode}: an idle connection is closed by --idle-timeout")
+        check(stuck.at_eof(), f"{mode}: a client that never reads is closed by --idle-timeout")
+        stuck.close()
+        idle.close()
+        check(int(info(s.port, "idle_timeouts")) >= 2, f"{mode}: INFO idle_timeouts")
+        check(int(info(s.port, "protocol_errors")) >= 10, f"{mode}: INFO protocol_errors")
+        concurrency(s.port)
+        metrics(s.metrics_port, promtool)
+        if cli:
+            redis_cli(cli, s.port)
+        check(info(s.port, "mode") == mode, f"{mode}: INFO mode")
+        held = Conn(s.port)  # still open at the signal
+        check(held.call("PING") == b"+PONG\r\n", f"{mode}: PING before the signal")
+        code, err = s.stop(signal.SIGTERM)
+        check(code == 0, f"{mode}: SIGTERM with a connection open: exit {code}, stderr {err!r}")
+        check(held.at_eof(), f"{mode}: the shutdown closes open connections")
+        held.close()
+        limits(binary, mode)
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    print("urt-kv: all checks passed" + ("" if cli else " (no redis-cli: its round trips skipped)") +
+          ("" if promtool else " (no promtool: its check skipped)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

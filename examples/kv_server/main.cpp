@@ -1,0 +1,598 @@
+// urt-kv: a Redis-protocol key-value server on urt, where control commands
+// stay fast while bulk commands keep every worker busy.
+//
+//   urt-kv --port 6380                 # then: redis-cli -p 6380 PING
+//   urt-kv --port 6381 --mode asio     # the same server on asio::thread_pool
+//
+// One coroutine per connection reads requests, runs them and writes the
+// replies (pipelined requests: in order, one write per batch). What the two
+// modes do differently is where a command runs:
+//
+//   urt   Every connection lives on one worker (round robin at accept):
+//         its socket, its coroutine and its control commands are tasks of
+//         that worker at --control-priority. A bulk command (KEYS, WORK) is
+//         a child coroutine at --bulk-priority on whichever worker placement
+//         picks, and reaches a scheduling point every --slice-us: there the
+//         worker takes in the I/O completions that arrived (a control
+//         request), and when one is more urgent the bulk coroutine yields
+//         (co_await urt::yield()) and the request runs first. So a control
+//         request waits about one slice, not a whole bulk command.
+//   asio  The baseline: an asio::thread_pool with as many threads, one
+//         strand per connection, every command run to its end where it was
+//         read. A control request waits for whatever bulk work is ahead.
+//
+// Both modes share the protocol (protocol.hpp), the commands
+// (commands.hpp), the store (store.hpp: rculfhash, QSBR) and the metrics
+// (metrics.hpp: INFO, and Prometheus text on --metrics-port).
+//
+// Limits (options.hpp): --max-clients (a connection past it gets -ERR and
+// is closed), --max-request (a bigger request gets -ERR Protocol error and
+// the connection is closed: the stream cannot be resynchronised),
+// --idle-timeout (no byte read or written for that long: closed). A client
+// that never reads its replies stalls only itself: its coroutine waits in
+// its write, and the idle timeout closes it.
+//
+// Shutdown: SIGINT or SIGTERM closes the listening sockets and every
+// connection (on the connection's own executor), waits for every coroutine
+// to end, then stops the runtime with stop(drain) (or joins the pool) and
+// exits 0.
+//
+// Asio comes first: every file of a program must include it in the same
+// order (DESIGN.md, "Dependencies and their traps").
+#include <asio/co_spawn.hpp>
+#include <asio/detached.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/strand.hpp>
+#include <asio/thread_pool.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/write.hpp>
+#include <urt/executor.hpp>
+#include <urt/urt.hpp>
+
+#include <sched.h>
+#include <urcu/urcu-qsbr.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "commands.hpp"
+#include "metrics.hpp"
+#include "options.hpp"
+#include "protocol.hpp"
+#include "store.hpp"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// --- the two modes' types ---------------------------------------------------
+
+struct urt_mode {
+  static constexpr bool is_urt = true;
+  using executor = urt::executor;
+  using socket = urt::net::tcp_socket;
+  using acceptor = urt::net::tcp_acceptor;
+  using timer = urt::net::steady_timer;
+  template <class T = void>
+  using awaitable = urt::awaitable<T>;
+  static constexpr auto use_awaitable = urt::use_awaitable;
+  // urt's workers are QSBR readers already (online between parks).
+  static void online() noexcept {}
+  static void offline() noexcept {}
+};
+
+struct asio_mode {
+  static constexpr bool is_urt = false;
+  using executor = asio::any_io_executor;
+  using socket = asio::ip::tcp::socket;
+  using acceptor = asio::ip::tcp::acceptor;
+  using timer = asio::steady_timer;
+  template <class T = void>
+  using awaitable = asio::awaitable<T>;
+  static constexpr auto use_awaitable = asio::use_awaitable;
+
+  // A pool thread registers with QSBR the first time it reads the store and
+  // is online only while it runs commands: a thread parked in the reactor
+  // while online would stall every grace period.
+  struct registration {
+    registration() noexcept {
+      urcu_qsbr_register_thread();
+      urcu_qsbr_thread_offline();
+    }
+    ~registration() { urcu_qsbr_unregister_thread(); }
+  };
+  static void online() noexcept {
+    thread_local const registration mine;
+    urcu_qsbr_thread_online();
+  }
+  static void offline() noexcept { urcu_qsbr_thread_offline(); }
+};
+
+// --- the server's state, shared by every coroutine ---------------------------
+
+struct server {
+  explicit server(const kv::options& o) : opt(o) {}
+
+  kv::options opt;
+  kv::store db;
+  kv::server_counters counters;
+  const clock_type::time_point started = clock_type::now();
+  unsigned port = 0;
+  unsigned threads = 0;
+  urt::runtime* rt = nullptr;                 // urt mode
+  std::optional<urt::executor> bulk;          // urt mode: the bulk commands' executor
+
+  // Coroutines still running (accept loops, connections, watchdogs); main
+  // waits for 0 after a shutdown.
+  std::atomic<int> live{0};
+  void begin() noexcept { live.fetch_add(1); }
+  void end() noexcept {
+    if (live.fetch_sub(1) == 1) live.notify_all();
+  }
+
+  // Open connections, as functions that close one on its own executor
+  // (a socket is not thread-safe). Guarded by `mutex`.
+  std::mutex mutex;
+  bool stopping = false;
+  std::list<std::function<void()>> closers;
+
+  [[nodiscard]] kv::metrics_view view() const {
+    kv::metrics_view v;
+    v.mode = rt != nullptr ? "urt" : "asio";
+    v.port = port;
+    v.threads = threads;
+    v.max_clients = opt.max_clients;
+    v.uptime_s = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::seconds>(clock_type::now() - started).count());
+    v.keys = db.size();
+    v.priorities[0] = opt.control_priority;
+    v.priorities[1] = opt.bulk_priority;
+    v.counters = &counters;
+    if (rt != nullptr) v.workers = rt->stats().workers;
+    return v;
+  }
+};
+
+template <class M>
+struct connection {
+  connection(typename M::socket s, typename M::timer t) : socket(std::move(s)), timer(std::move(t)) {}
+  typename M::socket socket;
+  typename M::timer timer;                     // --idle-timeout
+  clock_type::time_point last = clock_type::now();  // last byte read or written
+  bool done = false;
+  std::list<std::function<void()>>::iterator closer;
+
+  void close() noexcept {
+    std::error_code ec;
+    socket.close(ec);
+    timer.cancel();
+  }
+};
+
+// Registers `c` for the shutdown; false when the shutdown has begun.
+template <class M>
+bool enlist(server& s, const std::shared_ptr<connection<M>>& c) {
+  std::lock_guard lock(s.mutex);
+  if (s.stopping) return false;
+  c->closer = s.closers.insert(s.closers.end(), [weak = std::weak_ptr(c)] {
+    if (auto live = weak.lock()) {
+      typename M::executor ex = live->socket.get_executor();
+      asio::post(ex, [live] { live->close(); });
+    }
+  });
+  return true;
+}
+
+template <class M>
+void delist(server& s, connection<M>& c) {
+  std::lock_guard lock(s.mutex);
+  s.closers.erase(c.closer);
+}
+
+void shutdown(server& s) {
+  std::lock_guard lock(s.mutex);
+  s.stopping = true;
+  for (auto& close : s.closers) close();
+}
+
+// --- bulk commands -----------------------------------------------------------
+
+// KEYS in urt mode: one shard at a time (no node is held across a
+// scheduling point, store.hpp), with a scheduling point once a slice has
+// passed. WORK: slices of spinning, a scheduling point after each.
+urt::awaitable<void> bulk_on_urt(server& s, kv::command_plan p, std::string& out) {
+  if (p.bulk == kv::bulk_kind::keys) {
+    std::string body;
+    std::size_t count = 0;
+    auto last = clock_type::now();
+    for (unsigned shard = 0; shard < kv::store::shard_count; ++shard) {
+      count += s.db.match_shard(shard, p.pattern, body);
+      if (const auto now = clock_type::now(); now - last >= s.opt.slice) {
+        if (urt::preempt_point()) co_await urt::yield();
+        last = clock_type::now();
+      }
+    }
+    kv::reply_array_header(out, count);
+    out += body;
+  } else {
+    for (auto left = p.work; left > 0ns;) {
+      const auto step = std::min<std::chrono::nanoseconds>(left, s.opt.slice);
+      kv::spin_for(step);
+      left -= step;
+      if (left > 0ns && urt::preempt_point()) co_await urt::yield();
+    }
+    kv::reply_simple(out, "OK");
+  }
+}
+
+// The same in the baseline: to the end, where the request was read.
+void bulk_inline(server& s, const kv::command_plan& p, std::string& out) {
+  if (p.bulk == kv::bulk_kind::keys) {
+    std::string body;
+    std::size_t count = 0;
+    for (unsigned shard = 0; shard < kv::store::shard_count; ++shard) {
+      count += s.db.match_shard(shard, p.pattern, body);
+    }
+    kv::reply_array_header(out, count);
+    out += body;
+  } else {
+    kv::spin_for(p.work);
+    kv::reply_simple(out, "OK");
+  }
+}
+
+// --- a connection -------------------------------------------------------------
+
+template <class M>
+typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M>> c) {
+  const auto token = [](std::error_code& ec) { return asio::redirect_error(M::use_awaitable, ec); };
+  kv::request_parser parser({.max_request = s.opt.max_request,
+                             .max_args = 1024 * 1024,
+                             .max_inline = std::min<std::size_t>(64 * 1024, s.opt.max_request)});
+  kv::command_context ctx{s.db, s.counters, [&s] { return s.view(); }};
+  std::vector<std::string_view> args;
+  std::string out;
+  std::vector<char> in(16 * 1024);
+  std::size_t begin = 0;  // in[begin, end): received, not yet parsed
+  std::size_t end = 0;
+  std::error_code ec;
+  bool open = true;
+  while (open) {
+    const std::size_t n =
+        co_await c->socket.async_read_some(asio::buffer(in.data() + end, in.size() - end), token(ec));
+    if (ec) break;
+    end += n;
+    const auto arrival = clock_type::now();
+    c->last = arrival;
+
+    M::online();
+    while (open && begin < end) {
+      const kv::parse_result r = parser.parse({in.data() + begin, end - begin}, args);
+      if (r.status == kv::parse_status::incomplete) break;
+      begin += r.consumed;
+      if (r.status == kv::parse_status::empty) continue;
+      if (r.status == kv::parse_status::error) {
+        s.counters.add(r.error.find("--max-request") != std::string::npos ? s.counters.oversized
+                                                                           : s.counters.protocol_errors);
+        kv::reply_error(out, "ERR " + r.error);
+        open = !r.fatal;
+        continue;
+      }
+      const kv::command_plan p = kv::plan(args);
+      if (p.bulk == kv::bulk_kind::none) {
+        open = kv::run_control(args, out, ctx);
+      } else if constexpr (M::is_urt) {
+        co_await asio::co_spawn(*s.bulk, bulk_on_urt(s, p, out), urt::use_awaitable);
+      } else {
+        bulk_inline(s, p, out);
+      }
+      s.counters.latency[static_cast<unsigned>(p.cls)].record(
+          static_cast<std::uint64_t>((clock_type::now() - arrival).count()));
+      if (out.size() >= 64 * 1024) {  // a long pipeline: do not buffer every reply
+        M::offline();
+        co_await asio::async_write(c->socket, asio::buffer(out), token(ec));
+        M::online();
+        out.clear();
+        c->last = clock_type::now();
+        if (ec) open = false;
+      }
+    }
+    M::offline();
+    if (!out.empty() && !ec) {
+      co_await asio::async_write(c->socket, asio::buffer(out), token(ec));
+      out.clear();
+      c->last = clock_type::now();
+      if (ec) break;
+    }
+
+    // Room for the next read: move what is left to the front, or grow (a
+    // request in progress never needs more than max_request bytes: the
+    // parser rejects one that declares more).
+    if (begin == end) {
+      begin = end = 0;
+    } else if (begin > 0) {
+      std::memmove(in.data(), in.data() + begin, end - begin);
+      end -= begin;
+      begin = 0;
+    }
+    if (end == in.size()) in.resize(std::min(in.size() * 2, s.opt.max_request + 4096));
+  }
+  c->done = true;
+  c->close();
+}
+
+// Closes the connection once nothing was read or written for the timeout.
+template <class M>
+typename M::template awaitable<> watchdog(server& s, std::shared_ptr<connection<M>> c,
+                                          std::chrono::seconds timeout) {
+  std::error_code ec;
+  while (!c->done) {
+    c->timer.expires_at(c->last + timeout);
+    co_await c->timer.async_wait(asio::redirect_error(M::use_awaitable, ec));
+    if (c->done) break;
+    if (clock_type::now() - c->last >= timeout) {
+      s.counters.add(s.counters.idle_timeouts);
+      c->close();
+      break;
+    }
+  }
+}
+
+// The /metrics endpoint: one request per connection, then close.
+template <class M>
+typename M::template awaitable<> http_session(server& s, std::shared_ptr<connection<M>> c) {
+  std::error_code ec;
+  std::string request;
+  char buf[2048];
+  while (request.find("\r\n\r\n") == std::string::npos && request.size() < 8192) {
+    const std::size_t n = co_await c->socket.async_read_some(
+        asio::buffer(buf), asio::redirect_error(M::use_awaitable, ec));
+    if (ec) break;
+    request.append(buf, n);
+    c->last = clock_type::now();
+  }
+  if (!ec) {
+    const std::string_view line = std::string_view(request).substr(0, request.find("\r\n"));
+    std::string status = "404 Not Found";
+    std::string body = "urt-kv serves only GET /metrics\n";
+    std::string type = "text/plain; charset=utf-8";
+    if (line.starts_with("GET /metrics ") || line.starts_with("GET /metrics?")) {
+      status = "200 OK";
+      M::online();
+      body = kv::prometheus_text(s.view());
+      M::offline();
+      type = "text/plain; version=0.0.4; charset=utf-8";
+    } else if (!line.starts_with("GET ")) {
+      status = "405 Method Not Allowed";
+    }
+    std::string reply = "HTTP/1.1 " + status + "\r\nContent-Type: " + type +
+                        "\r\nContent-Length: " + std::to_string(body.size()) +
+                        "\r\nConnection: close\r\n\r\n" + body;
+    co_await asio::async_write(c->socket, asio::buffer(reply), asio::redirect_error(M::use_awaitable, ec));
+  }
+  c->done = true;
+  c->close();
+}
+
+// Starts a connection's coroutines, counted in s.live; a client connection
+// (not a /metrics one) also in counters.connected.
+template <class M, class Session>
+void start(server& s, typename M::socket socket, Session session_fn, std::chrono::seconds timeout,
+           bool client) {
+  typename M::executor ex = socket.get_executor();
+  auto c = std::make_shared<connection<M>>(std::move(socket), typename M::timer(ex));
+  if (!enlist(s, c)) return;  // the shutdown began: close it at once
+  if (client) s.counters.connected.fetch_add(1, std::memory_order_relaxed);
+  s.begin();
+  asio::co_spawn(ex, session_fn(s, c), [&s, c, client](std::exception_ptr e) {
+    if (e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& x) {
+        std::fprintf(stderr, "urt-kv: a connection failed: %s\n", x.what());
+      }
+    }
+    delist(s, *c);
+    if (client) s.counters.connected.fetch_sub(1, std::memory_order_relaxed);
+    s.end();
+  });
+  if (timeout > 0s) {
+    s.begin();
+    asio::co_spawn(ex, watchdog<M>(s, c, timeout), [&s](std::exception_ptr) { s.end(); });
+  }
+}
+
+// Accepts until the acceptor is closed; `next` gives each new connection
+// its executor.
+template <class M, class Next>
+typename M::template awaitable<> accept_loop(server& s, typename M::acceptor& acceptor, Next next,
+                                             bool metrics) {
+  std::error_code ec;
+  for (;;) {
+    typename M::socket socket =
+        co_await acceptor.async_accept(next(), asio::redirect_error(M::use_awaitable, ec));
+    if (ec == asio::error::operation_aborted || !acceptor.is_open()) break;
+    if (ec) {  // out of descriptors, say: let some connections end first
+      std::fprintf(stderr, "urt-kv: accept: %s\n", ec.message().c_str());
+      typename M::timer pause(acceptor.get_executor(), 10ms);
+      co_await pause.async_wait(asio::redirect_error(M::use_awaitable, ec));
+      continue;
+    }
+    if (metrics) {
+      start<M>(s, std::move(socket), http_session<M>, 10s, false);
+      continue;
+    }
+    s.counters.add(s.counters.connections);
+    if (s.counters.connected.load(std::memory_order_relaxed) >=
+        static_cast<std::int64_t>(s.opt.max_clients)) {
+      s.counters.add(s.counters.rejected);
+      static constexpr std::string_view refused = "-ERR max number of clients reached\r\n";
+      std::error_code ignored;
+      socket.non_blocking(true, ignored);  // a new socket's buffer takes it: never wait
+      socket.write_some(asio::buffer(refused), ignored);
+      continue;  // closed by the socket's destructor
+    }
+    start<M>(s, std::move(socket), session<M>, s.opt.idle_timeout, true);
+  }
+  s.end();
+}
+
+// The first `n` CPUs this process may run on, as a cpulist.
+std::string first_cpus(unsigned n) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) throw std::system_error(errno, std::generic_category(), "sched_getaffinity");
+  std::string list;
+  unsigned found = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE && found < n; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    list += (list.empty() ? "" : ",") + std::to_string(cpu);
+    ++found;
+  }
+  if (found < n) {
+    throw kv::usage_error("--threads: " + std::to_string(n) + " is more than the " +
+                          std::to_string(found) + " CPUs this process may use");
+  }
+  return list;
+}
+
+unsigned allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+}
+
+void announce(const server& s, std::optional<unsigned> metrics_port) {
+  std::printf("listening on 127.0.0.1:%u\n", s.port);
+  if (metrics_port) std::printf("metrics on http://127.0.0.1:%u/metrics\n", *metrics_port);
+  std::fflush(stdout);
+}
+
+void wait_for_coroutines(server& s) {
+  for (int n = s.live.load(); n != 0; n = s.live.load()) s.live.wait(n);
+}
+
+int run_urt(server& s) {
+  urt::runtime_options ro;
+  if (s.opt.threads != 0) ro.cpus = first_cpus(s.opt.threads);
+  urt::runtime rt(ro);
+  s.rt = &rt;
+  s.threads = static_cast<unsigned>(rt.worker_count());
+  s.bulk.emplace(rt.executor({.priority = s.opt.bulk_priority}));
+  std::vector<urt::executor> per_worker;
+  for (unsigned w = 0; w < s.threads; ++w) {
+    per_worker.push_back(rt.executor({.priority = s.opt.control_priority, .affinity = urt::worker_set{w}}));
+  }
+  {
+    // I/O objects are declared after the runtime: they must go before it.
+    const urt::executor& home = per_worker[0];
+    const auto any = asio::ip::make_address("127.0.0.1");
+    urt::net::tcp_acceptor acceptor(home, {any, static_cast<unsigned short>(s.opt.port)});
+    s.port = acceptor.local_endpoint().port();
+    std::optional<urt::net::tcp_acceptor> metrics;
+    std::optional<unsigned> metrics_port;
+    if (s.opt.metrics_port) {
+      metrics.emplace(home, asio::ip::tcp::endpoint{any, static_cast<unsigned short>(*s.opt.metrics_port)});
+      metrics_port = metrics->local_endpoint().port();
+    }
+    asio::basic_signal_set<urt::executor> signals(home, SIGINT, SIGTERM);
+    signals.async_wait([&](const std::error_code&, int) {
+      shutdown(s);
+      acceptor.close();
+      if (metrics) metrics->close();
+    });
+    unsigned next = 0;
+    const auto round_robin = [&] { return per_worker[next++ % per_worker.size()]; };
+    s.begin();
+    asio::co_spawn(home, accept_loop<urt_mode>(s, acceptor, round_robin, false), asio::detached);
+    if (metrics) {
+      s.begin();
+      asio::co_spawn(home, accept_loop<urt_mode>(s, *metrics, [&] { return home; }, true), asio::detached);
+    }
+    announce(s, metrics_port);
+    wait_for_coroutines(s);
+  }
+  s.bulk.reset();
+  per_worker.clear();
+  s.rt = nullptr;
+  rt.stop();  // no I/O is left: every accepted task runs, then the workers exit
+  return 0;
+}
+
+int run_asio(server& s) {
+  s.threads = s.opt.threads != 0 ? s.opt.threads : allowed_cpus();
+  asio::thread_pool pool(s.threads);
+  {
+    const auto control = asio::make_strand(pool);
+    const auto any = asio::ip::make_address("127.0.0.1");
+    asio::ip::tcp::acceptor acceptor(control, {any, static_cast<unsigned short>(s.opt.port)});
+    s.port = acceptor.local_endpoint().port();
+    std::optional<asio::ip::tcp::acceptor> metrics;
+    std::optional<unsigned> metrics_port;
+    if (s.opt.metrics_port) {
+      metrics.emplace(control, asio::ip::tcp::endpoint{any, static_cast<unsigned short>(*s.opt.metrics_port)});
+      metrics_port = metrics->local_endpoint().port();
+    }
+    asio::signal_set signals(control, SIGINT, SIGTERM);
+    signals.async_wait([&](const std::error_code&, int) {
+      shutdown(s);
+      acceptor.close();
+      if (metrics) metrics->close();
+    });
+    const auto own_strand = [&pool] { return asio::any_io_executor(asio::make_strand(pool)); };
+    s.begin();
+    asio::co_spawn(control, accept_loop<asio_mode>(s, acceptor, own_strand, false), asio::detached);
+    if (metrics) {
+      s.begin();
+      asio::co_spawn(control, accept_loop<asio_mode>(s, *metrics, own_strand, true), asio::detached);
+    }
+    announce(s, metrics_port);
+    wait_for_coroutines(s);
+  }
+  pool.join();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kv::options o;
+  try {
+    o = kv::parse_options(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const kv::usage_error& e) {
+    std::fprintf(stderr, "urt-kv: %s\n%s", e.what(), kv::usage_text());
+    return 2;
+  }
+  if (o.help) {
+    std::fputs(kv::usage_text(), stdout);
+    return 0;
+  }
+  try {
+    server s(o);
+    return o.mode == kv::server_mode::urt ? run_urt(s) : run_asio(s);
+  } catch (const kv::usage_error& e) {
+    std::fprintf(stderr, "urt-kv: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {  // the port is in use, say
+    std::fprintf(stderr, "urt-kv: %s\n", e.what());
+    return 1;
+  }
+}

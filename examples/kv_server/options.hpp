@@ -1,0 +1,46 @@
+// options: urt-kv's command line.
+//
+//   urt-kv [--port N] [--mode urt|asio] [--threads N]
+//          [--control-priority P] [--bulk-priority P] [--slice-us N]
+//          [--max-clients N] [--max-request BYTES] [--idle-timeout SECONDS]
+//          [--metrics-port N]
+//
+// Every option also takes --name=value. A bad value is an error naming
+// the option and the value (parse_options throws usage_error; exit 2).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kv {
+
+enum class server_mode { urt, asio };
+
+struct options {
+  unsigned port = 6380;                       ///< 0: the system picks one
+  server_mode mode = server_mode::urt;
+  unsigned threads = 0;                       ///< 0: one per CPU this process may use
+  int control_priority = 80;                  ///< urt mode: PING, GET, SET, ...
+  int bulk_priority = 10;                     ///< urt mode: KEYS, WORK
+  std::chrono::microseconds slice{5};         ///< bulk work between scheduling points
+  std::size_t max_clients = 10000;            ///< Redis's default maxclients
+  std::size_t max_request = 1 << 20;          ///< bytes of one request
+  std::chrono::seconds idle_timeout{300};     ///< 0: never
+  std::optional<unsigned> metrics_port;       ///< HTTP /metrics (Prometheus)
+  bool help = false;
+};
+
+struct usage_error : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+/// The options of argv[1..]; throws usage_error.
+[[nodiscard]] options parse_options(const std::vector<std::string>& args);
+
+[[nodiscard]] const char* usage_text() noexcept;
+
+}  // namespace kv
