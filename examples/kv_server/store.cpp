@@ -26,8 +26,8 @@
 #endif
 #if defined(KV_TSAN)
 #include <sanitizer/tsan_interface.h>
-#define KV_TSAN_RELEASE(p) __tsan_release(p)
-#define KV_TSAN_ACQUIRE(p) __tsan_acquire(p)
+#define KV_TSAN_RELEASE(p) __tsan_release(const_cast<void*>(static_cast<const void*>(p)))
+#define KV_TSAN_ACQUIRE(p) __tsan_acquire(const_cast<void*>(static_cast<const void*>(p)))
 #else
 #define KV_TSAN_RELEASE(p) static_cast<void>(p)
 #define KV_TSAN_ACQUIRE(p) static_cast<void>(p)
