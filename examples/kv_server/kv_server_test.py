@@ -32,6 +32,7 @@ import time
 
 HANG = 30.0  # seconds: only ever reached when something hangs
 failures = []
+servers = []  # every server started, killed at exit if still running
 
 
 def check(cond, what):
@@ -46,6 +47,7 @@ class Server:
         self.mode = mode
         self.proc = subprocess.Popen([binary, "--port", "0", "--mode", mode, *extra],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        servers.append(self.proc)
         self.port = int(self._line(r"listening on 127\.0\.0\.1:(\d+)"))
         self.metrics_port = None
         if "--metrics-port" in extra:
@@ -434,4 +436,9 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    finally:
+        for proc in servers:
+            if proc.poll() is None:
+                proc.kill()

@@ -82,7 +82,9 @@ bool equals_nocase(std::string_view a, std::string_view b) noexcept {
 parse_result request_parser::parse(std::string_view data, std::vector<std::string_view>& args) {
   args.clear();
   if (data.empty()) return {};
-  return data.front() == '*' ? parse_multibulk(data, args) : parse_inline(data, args);
+  parse_result r = data.front() == '*' ? parse_multibulk(data, args) : parse_inline(data, args);
+  if (r.status != parse_status::complete) args.clear();  // words of a partial request: none
+  return r;
 }
 
 parse_result request_parser::parse_multibulk(std::string_view data,
