@@ -426,13 +426,15 @@ TEST_CASE("options: defaults, values, and errors naming the option and the value
   CHECK(d.bulk_priority < d.control_priority);
   const kv::options o = kv::parse_options({"--port", "0", "--mode=asio", "--threads", "3",
                                            "--max-request", "4096", "--idle-timeout", "0",
-                                           "--metrics-port", "9100"});
+                                           "--metrics-port", "9100", "--idle-spin-us=0"});
   CHECK(o.port == 0);
   CHECK(o.mode == kv::server_mode::asio);
   CHECK(o.threads == 3);
   CHECK(o.max_request == 4096);
   CHECK(o.idle_timeout.count() == 0);
   CHECK(o.metrics_port == 9100u);
+  CHECK(o.idle_spin == std::chrono::microseconds{0});
+  CHECK_FALSE(d.idle_spin.has_value());
   struct row {
     std::vector<std::string> args;
     std::string message;
@@ -450,6 +452,7 @@ TEST_CASE("options: defaults, values, and errors naming the option and the value
       {{"--max-request", "63"}, "--max-request: \"63\" is not an integer in 64..536870912"},
       {{"--idle-timeout", "99999999999999999999"},
        "--idle-timeout: \"99999999999999999999\" is not an integer in 0..86400"},
+      {{"--idle-spin-us", "10001"}, "--idle-spin-us: \"10001\" is not an integer in 0..10000"},
       {{"--bogus"}, "unknown option \"--bogus\" (see --help)"},
       {{"6380"}, "unexpected argument \"6380\""},
   };

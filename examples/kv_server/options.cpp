@@ -36,6 +36,8 @@ const char* usage_text() noexcept {
          "  --max-request BYTES    size of one request at most, 64..536870912 (default 1048576)\n"
          "  --idle-timeout S       close a connection idle this long, 0 (never)..86400 (default 300)\n"
          "  --metrics-port N       also serve Prometheus metrics at http://127.0.0.1:N/metrics\n"
+         "  --idle-spin-us N       urt mode: an idle worker spins at most N us before it parks,\n"
+         "                         0..10000 (default: the runtime's, 50)\n"
          "  --help                 this text\n"
          "Prints \"listening on 127.0.0.1:<port>\" once it accepts; SIGINT or SIGTERM stop it.\n";
 }
@@ -61,7 +63,7 @@ options parse_options(const std::vector<std::string>& args) {
     }
     static constexpr std::string_view known[] = {
         "--port", "--mode", "--threads", "--control-priority", "--bulk-priority", "--slice-us",
-        "--max-clients", "--max-request", "--idle-timeout", "--metrics-port"};
+        "--max-clients", "--max-request", "--idle-timeout", "--metrics-port", "--idle-spin-us"};
     bool is_known = false;
     for (std::string_view k : known) is_known = is_known || k == name;
     if (!is_known) throw usage_error("unknown option \"" + std::string(name) + "\" (see --help)");
@@ -97,6 +99,8 @@ options parse_options(const std::vector<std::string>& args) {
       o.idle_timeout = std::chrono::seconds{number(name, value, 0, 86400)};
     } else if (name == "--metrics-port") {
       o.metrics_port = static_cast<unsigned>(number(name, value, 0, 65535));
+    } else if (name == "--idle-spin-us") {
+      o.idle_spin = std::chrono::microseconds{number(name, value, 0, 10000)};
     }
   }
   if (o.bulk_priority >= o.control_priority) {

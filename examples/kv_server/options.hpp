@@ -3,7 +3,7 @@
 //   urt-kv [--port N] [--mode urt|asio] [--threads N]
 //          [--control-priority P] [--bulk-priority P] [--slice-us N]
 //          [--max-clients N] [--max-request BYTES] [--idle-timeout SECONDS]
-//          [--metrics-port N]
+//          [--metrics-port N] [--idle-spin-us N]
 //
 // Every option also takes --name=value. A bad value is an error naming
 // the option and the value (parse_options throws usage_error; exit 2).
@@ -31,6 +31,10 @@ struct options {
   std::size_t max_request = 1 << 20;          ///< bytes of one request
   std::chrono::seconds idle_timeout{300};     ///< 0: never
   std::optional<unsigned> metrics_port;       ///< HTTP /metrics (Prometheus)
+  /// urt mode: runtime_options::idle_spin (how long an idle worker spins
+  /// before it parks); unset: the runtime's default. Spinning wins
+  /// throughput but takes CPU time from clients that share the CPUs.
+  std::optional<std::chrono::microseconds> idle_spin;
   bool help = false;
 };
 
