@@ -1,16 +1,20 @@
 // Tests of urt-cyclictest: option parsing (every bad flag rejected, naming
 // the flag and the value), the cyclictest histogram and JSON formats,
 // percentile math, and short real runs of the binary. No assertion is about
-// a latency value or a duration.
+// a latency value or a duration (the -b and --spike runs count only on every
+// wake-up being later than 1 ns, with -N and --timer-wake=at_release).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -595,69 +599,62 @@ TEST_CASE(
       yes({"-t2"}, [](const options& o) { return o.threads == 2; }),
       yes({"--threads=2"}, [](const options& o) { return o.threads == 2; }),
       yes({"--help"}, [](const options& o) { return o.help; }),
-      no({"-A"},
-         "-A/--aligned is not supported: aligning every thread's wake-ups to a "
-         "common offset is not implemented (each series is released from its own "
-         "start)"),
-      no({"--aligned"},
-         "-A/--aligned is not supported: aligning every thread's wake-ups to a "
-         "common offset is not implemented (each series is released from its own "
-         "start)"),
-      no({"-A5"},
-         "-A/--aligned: '5' is not supported: aligning every thread's wake-ups to a "
-         "common offset is not implemented (each series is released from its own "
-         "start)"),
-      no({"--aligned=5"},
-         "-A/--aligned: '5' is not supported: aligning every thread's wake-ups to a "
-         "common offset is not implemented (each series is released from its own "
-         "start)"),
-      no({"-b", "100"},
-         "-b/--breaktrace: '100' is not supported: sending a break trace command is "
-         "ftrace tracing of the kernel tool; urt-cyclictest does not stop at a "
-         "latency threshold"),
-      no({"--breaktrace=100"},
-         "-b/--breaktrace: '100' is not supported: sending a break trace command is "
-         "ftrace tracing of the kernel tool; urt-cyclictest does not stop at a "
-         "latency threshold"),
+      yes({"-A"},
+          [](const options& o) { return o.align == align_mode::aligned && o.align_offset_us == 0; }),
+      yes({"--aligned"}, [](const options& o) { return o.align == align_mode::aligned; }),
+      yes({"-A5"},
+          [](const options& o) { return o.align == align_mode::aligned && o.align_offset_us == 5; }),
+      yes({"-A", "5"}, [](const options& o) { return o.align_offset_us == 5; }),
+      yes({"--aligned=5"},
+          [](const options& o) { return o.align == align_mode::aligned && o.align_offset_us == 5; }),
+      yes({"-b", "100"}, [](const options& o) { return o.breaktrace == 100; }),
+      yes({"--breaktrace=100"}, [](const options& o) { return o.breaktrace == 100; }),
+      yes({"-b", "0"}, [](const options& o) { return o.breaktrace == 0; }),  // cyclictest: off
       no({"-c", "1"},
          "-c/--clock: '1' is not supported: urt's releases are on CLOCK_MONOTONIC "
          "only (-c 0)"),
       no({"--clock=1"},
          "-c/--clock: '1' is not supported: urt's releases are on CLOCK_MONOTONIC "
          "only (-c 0)"),
-      no({"-H", "100"},
-         "-H/--histofall: '100' is not supported: the summary column over all "
-         "threads is not implemented (-h US gives the histogram)"),
-      no({"--histofall=100"},
-         "-H/--histofall: '100' is not supported: the summary column over all "
-         "threads is not implemented (-h US gives the histogram)"),
-      no({"--mainaffinity=0"},
-         "--mainaffinity: '0' is not supported: the main thread only waits for the "
-         "run's end; pinning it is not implemented"),
-      no({"--mainaffinity", "0"},
-         "--mainaffinity: '0' is not supported: the main thread only waits for the "
-         "run's end; pinning it is not implemented"),
-      no({"-M"},
-         "-M/--refresh_on_max is not supported: the live frames are refreshed at a "
-         "fixed rate; delaying them until a new max is not implemented"),
-      no({"--refresh_on_max"},
-         "-M/--refresh_on_max is not supported: the live frames are refreshed at a "
-         "fixed rate; delaying them until a new max is not implemented"),
-      no({"-N"},
-         "-N/--nsecs is not supported: reporting in ns is not implemented "
-         "(urt-cyclictest reports in us)"),
-      no({"--nsecs"},
-         "-N/--nsecs is not supported: reporting in ns is not implemented "
-         "(urt-cyclictest reports in us)"),
+      yes({"-H", "100"},
+          [](const options& o) { return o.histofall && o.histogram_us == 100; }),
+      yes({"--histofall=100"},
+          [](const options& o) { return o.histofall && o.histogram_us == 100; }),
+      yes({"--mainaffinity=0"},
+          [](const options& o) {
+            return o.main_affinity == "0" && o.main_affinity_cpus == std::vector<unsigned>{0};
+          }),
+      yes({"--mainaffinity", "0-2,5"},
+          [](const options& o) {
+            return o.main_affinity_cpus == std::vector<unsigned>{0, 1, 2, 5};
+          }),
+      yes({"-M"}, [](const options& o) { return o.refresh_on_max; }),
+      yes({"--refresh_on_max"}, [](const options& o) { return o.refresh_on_max; }),
+      yes({"-N"}, [](const options& o) { return o.nsecs && o.unit() == latency_unit::ns; }),
+      yes({"--nsecs"}, [](const options& o) { return o.nsecs; }),
+      yes({"-v", "-o", "10"}, [](const options& o) { return o.verbose && o.oscope == 10; }),
+      yes({"--verbose", "--oscope=10"}, [](const options& o) { return o.oscope == 10; }),
       no({"-o", "10"},
-         "-o/--oscope: '10' is not supported: oscilloscope mode reduces -v/--verbose "
-         "output, which urt-cyclictest does not write"),
+         "-o/--oscope: '10' needs -v/--verbose, as in cyclictest (it reduces the per-sample "
+         "output)"),
       no({"--oscope=10"},
-         "-o/--oscope: '10' is not supported: oscilloscope mode reduces -v/--verbose "
-         "output, which urt-cyclictest does not write"),
-      no({"--priospread"},
-         "--priospread is not supported: every series runs at the one -p priority; "
-         "spreading priorities is not implemented"),
+         "-o/--oscope: '10' needs -v/--verbose, as in cyclictest (it reduces the per-sample "
+         "output)"),
+      yes({"-t", "3", "-p", "80", "--priospread"},
+          [](const options& o) {
+            return o.priospread && o.priority_of(0) == 80 && o.priority_of(2) == 78;
+          }),
+      yes({"--priospread"},
+          [](const options& o) { return o.priospread && o.priority == 2; },
+          "--priospread: no -p/--priority: defaulting realtime priority to 2 (threads + 1) and "
+          "the policy to SCHED_FIFO, as cyclictest does"),
+      yes({"-t", "3", "--priospread"},
+          [](const options& o) {
+            return o.priority == 4 && o.priority_of(2) == 2 &&
+                   o.effective_policy() == urt::worker_policy::fifo;
+          },
+          "--priospread: no -p/--priority: defaulting realtime priority to 4 (threads + 1) and "
+          "the policy to SCHED_FIFO, as cyclictest does"),
       no({"-r"},
          "-r/--relative is not supported: urt releases its periodic tasks at "
          "absolute times (an absolute timerfd on CLOCK_MONOTONIC); there is no "
@@ -672,12 +669,15 @@ TEST_CASE(
       no({"--resolution"},
          "-R/--resolution is not supported: checking the clock_gettime() resolution "
          "is not implemented"),
-      no({"--secaligned"},
-         "--secaligned is not supported: aligning the thread wake-ups to the next "
-         "full second is not implemented"),
-      no({"--secaligned=5"},
-         "--secaligned: '5' is not supported: aligning the thread wake-ups to the "
-         "next full second is not implemented"),
+      yes({"--secaligned"},
+          [](const options& o) {
+            return o.align == align_mode::secaligned && o.align_offset_us == 0;
+          }),
+      yes({"--secaligned=5"},
+          [](const options& o) {
+            return o.align == align_mode::secaligned && o.align_offset_us == 5;
+          }),
+      yes({"--secaligned", "5"}, [](const options& o) { return o.align_offset_us == 5; }),
       no({"-s"},
          "-s/--system is not supported: sys_nanosleep and sys_setitimer are the "
          "kernel tool's timers; urt's workers wait on the runtime's timerfd"),
@@ -687,27 +687,19 @@ TEST_CASE(
       no({"--smi"},
          "--smi is not supported: SMI counting reads an Intel MSR from the kernel "
          "tool's threads; urt-cyclictest does not count SMIs"),
-      no({"--spike=100"},
-         "--spike: '100' is not supported: recording every spike above a trigger is "
-         "not implemented"),
-      no({"--spike-nodes=8"},
-         "--spike-nodes: '8' is not supported: recording every spike above a trigger "
-         "is not implemented"),
+      yes({"--spike=100"}, [](const options& o) { return o.spike == 100 && o.spike_nodes == 1024; }),
+      yes({"--spike=100", "--spike-nodes=8"},
+          [](const options& o) { return o.spike == 100 && o.spike_nodes == 8; }),
+      yes({"--spike-nodes=8"}, [](const options& o) { return o.spike == 0 && o.spike_nodes == 1024; },
+          "--spike-nodes: '8' is ignored without a --spike before it, as cyclictest ignores it "
+          "(the default, 1024 spikes, holds)"),
       no({"--tracemark"},
          "--tracemark is not supported: writing a trace mark when -b is exceeded is "
          "ftrace tracing of the kernel tool"),
-      no({"-u"},
-         "-u/--unbuffered is not supported: forcing unbuffered output is not "
-         "implemented"),
-      no({"--unbuffered"},
-         "-u/--unbuffered is not supported: forcing unbuffered output is not "
-         "implemented"),
-      no({"-v"},
-         "-v/--verbose is not supported: the per-sample n:c:v output is not "
-         "implemented"),
-      no({"--verbose"},
-         "-v/--verbose is not supported: the per-sample n:c:v output is not "
-         "implemented"),
+      yes({"-u"}, [](const options& o) { return o.unbuffered; }),
+      yes({"--unbuffered"}, [](const options& o) { return o.unbuffered; }),
+      yes({"-v"}, [](const options& o) { return o.verbose && o.oscope == 1; }),
+      yes({"--verbose"}, [](const options& o) { return o.verbose; }),
       no({"--dbg_cyclictest"},
          "--dbg_cyclictest is not supported: it prints the kernel tool's own "
          "debugging information; urt-cyclictest has none"),
@@ -750,6 +742,88 @@ TEST_CASE(
       CHECK(p.error == r.error);
     }
   }
+}
+
+TEST_CASE("options: the values of cyclictest's -A, -b, -H, -o, --secaligned, --spike, "
+          "--mainaffinity, --priospread: every bad one named with its flag") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"-b", "-1"}, "-b/--breaktrace: '-1' is not a non-negative whole number"},
+      {{"-b", "2147483648"}, "-b/--breaktrace: '2147483648' is out of range 0..2147483647"},
+      {{"--breaktrace=1us"}, "-b/--breaktrace: '1us' is not a non-negative whole number"},
+      {{"-b"}, "-b/--breaktrace: missing value"},
+      {{"-H", "0"}, "-H/--histofall: '0' is out of range 1..1000000"},
+      {{"-H", "1000001"}, "-H/--histofall: '1000001' is out of range 1..1000000"},
+      {{"--histofall=x"}, "-H/--histofall: 'x' is not a non-negative whole number"},
+      {{"-v", "-o", "0"}, "-o/--oscope: '0' is out of range 1..2147483647"},
+      {{"-v", "--oscope=-2"}, "-o/--oscope: '-2' is not a non-negative whole number"},
+      {{"--oscope=5"},
+       "-o/--oscope: '5' needs -v/--verbose, as in cyclictest (it reduces the per-sample "
+       "output)"},
+      {{"--aligned=x"}, "-A/--aligned: 'x' is not a non-negative whole number"},
+      {{"-A", "1099511627777"}, "-A/--aligned: '1099511627777' is out of range 0..1099511627776"},
+      {{"--secaligned=99999999999999999999"},
+       "--secaligned: '99999999999999999999' is out of range 0..1099511627776"},
+      {{"-A", "--secaligned"},
+       "-A/--aligned and --secaligned: only one of them may be given, as in cyclictest"},
+      {{"--secaligned=5", "-A5"},
+       "-A/--aligned and --secaligned: only one of them may be given, as in cyclictest"},
+      {{"--spike=-1"}, "--spike: '-1' is not a non-negative whole number"},
+      {{"--spike=2147483648"}, "--spike: '2147483648' is out of range 0..2147483647"},
+      {{"--spike=5", "--spike-nodes=1048577"},
+       "--spike-nodes: '1048577' is out of range 0..1048576"},
+      {{"--spike=5", "--spike-nodes=x"}, "--spike-nodes: 'x' is not a non-negative whole number"},
+      {{"--mainaffinity=x"},
+       "--mainaffinity: 'x' is not a cpulist (unexpected 'x'); expected e.g. \"0-3,8\""},
+      {{"--mainaffinity=3-1"},
+       "--mainaffinity: '3-1' is not a cpulist (range 3-1 is reversed); expected e.g. \"0-3,8\""},
+      {{"--mainaffinity=65536"},
+       "--mainaffinity: '65536' is not a cpulist (index 65536 exceeds 65535); expected e.g. "
+       "\"0-3,8\""},
+      {{"--mainaffinity="},
+       "--mainaffinity: '' is not a cpulist (empty); expected e.g. \"0-3,8\""},
+      {{"--mainaffinity"}, "--mainaffinity: missing value"},
+      {{"-t", "3", "-p", "1", "--priospread"},
+       "--priospread: -p/--priority '1' with -t/--threads '3' gives thread 2 the priority 1 - 2, "
+       "below 0 (cyclictest fails there): at least -p 2 for 3 threads"},
+      {{"--priospread", "-t", "99"},
+       "--priospread: without -p/--priority the first thread's priority would be -t/--threads "
+       "'99' + 1 = 100, above the maximum of 99 (cyclictest's default); give -p"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    CAPTURE(joined);
+    CHECK(parse(args).error == message);
+  }
+  // The limits themselves are taken.
+  CHECK(parse({"-b", "2147483647"}).opts.breaktrace == 2147483647);
+  CHECK(parse({"-t", "3", "-p", "2", "--priospread"}).ok());  // thread 2 at priority 0
+  CHECK(parse({"--priospread", "-t", "98"}).opts.priority == 99);
+  CHECK(parse({"--secaligned=1099511627776"}).opts.align_offset_us == max_interval_us);
+  // -t without a number: checked once the worker count is known.
+  parse_result r = parse({"-t", "--priospread", "-p", "3"});
+  REQUIRE(r.ok());
+  std::vector<std::string> notes;
+  CHECK(check_priospread(r.opts, 4, notes).empty());
+  CHECK(check_priospread(r.opts, 5, notes) ==
+        "--priospread: -p/--priority '3' with -t/--threads (one per worker: 5) gives thread 4 the "
+        "priority 3 - 4, below 0 (cyclictest fails there): at least -p 4 for 5 threads");
+  CHECK(notes.empty());
+  r = parse({"-t", "--priospread", "--policy=other"});
+  REQUIRE(r.ok());
+  CHECK(r.opts.priority == 0);
+  CHECK(check_priospread(r.opts, 2, notes).empty());
+  CHECK(r.opts.priority == 3);  // cyclictest's default: threads + 1, and FIFO
+  CHECK(r.opts.effective_policy() == urt::worker_policy::fifo);
+  REQUIRE(notes.size() == 1);
+  CHECK(check_priospread(r.opts, 4000000000u, notes).find("below 0") != std::string::npos);
+  // -v before -a CPULIST: cyclictest's early "Using N cpus." line.
+  CHECK(parse({"-v", "-a", "0"}).opts.verbose_echo_affinity);
+  CHECK_FALSE(parse({"-a", "0", "-v"}).opts.verbose_echo_affinity);
+  // The last of -A/--secaligned's values counts; -H then -h keeps the column, as in cyclictest.
+  CHECK(parse({"-A", "5", "-A", "7"}).opts.align_offset_us == 7);
+  r = parse({"-H", "10", "-h", "20"});
+  CHECK((r.opts.histofall && r.opts.histogram_us == 20));
 }
 
 TEST_CASE("options: --throttle and --bandwidth set each worker's FIFO budget") {
@@ -976,6 +1050,43 @@ TEST_CASE("stats: percentiles are exact with a small -h, ranks among the overflo
   CHECK(many.percentile_us(1.0) == 20'000 + n - 1);
 }
 
+TEST_CASE("stats: -N counts the same samples in ns: values, 1 ns buckets, overflows") {
+  // The same samples in both units: the ns figures are the us ones x 1000
+  // plus what the us truncate.
+  latency_stats us(10, 4);
+  latency_stats ns(10, 4, latency_unit::ns);
+  for (const std::int64_t v : {3, 9, 999, 1000, 4500, 12000}) {
+    us.record(v);
+    ns.record(v);
+  }
+  CHECK(ns.unit() == latency_unit::ns);
+  CHECK(us.unit() == latency_unit::us);
+  CHECK(ns.min_value() == 3);
+  CHECK(us.min_value() == 0);
+  CHECK(ns.max_value() == 12000);
+  CHECK(us.max_value() == 12);
+  CHECK(ns.act_value() == 12000);
+  CHECK(us.act_value() == 12);
+  CHECK(ns.avg_value() == doctest::Approx((3.0 + 9 + 999 + 1000 + 4500 + 12000) / 6));
+  CHECK(us.avg_value() == doctest::Approx((0.0 + 0 + 0 + 1 + 4 + 12) / 6));
+  // -h 10 with -N: ten 1 ns buckets (cyclictest's); 999 ns and above overflow.
+  const auto h = ns.histogram();
+  REQUIRE(h.size() == 10);
+  CHECK(h[3] == 1);
+  CHECK(h[9] == 1);
+  CHECK(ns.overflows() == 4);
+  REQUIRE(ns.overflow_cycles().size() == 4);
+  CHECK(ns.overflow_cycles()[0] == 2);
+  // In us, -h 10 is ten 1 us buckets: only 12 us overflows.
+  CHECK(us.histogram()[0] == 3);
+  CHECK(us.overflows() == 1);
+  // urt's percentiles stay exact, in whole us, in both units.
+  CHECK(ns.percentile_us(0.5) == us.percentile_us(0.5));
+  CHECK(ns.percentile_us(1.0) == 12);
+  CHECK(in_unit(1999, latency_unit::us) == 1);
+  CHECK(in_unit(1999, latency_unit::ns) == 1999);
+}
+
 // ---------------------------------------------------------------- report
 
 TEST_CASE("report: status and percentile lines in cyclictest's layout") {
@@ -1031,6 +1142,108 @@ TEST_CASE("report: histogram in cyclictest's format") {
   CHECK(one[9] == "# Thread 0: 00000 # 00002 others");
 }
 
+TEST_CASE("report: -N's status line and histogram, in ns, in cyclictest's layout") {
+  latency_stats s(200, 200, latency_unit::ns);
+  for (const std::int64_t ns : {7000, 16123, 107456, 16500}) s.record(ns);
+  const thread_report t{.index = 0, .tid = 1234, .priority = 80, .interval_us = 1000, .stats = &s};
+  // cyclictest -N: "Act:%8ld Avg:%8ld".
+  CHECK(format_status_line(t) ==
+        "T: 0 ( 1234) P:80 I:1000 C:      4 Min:   7000 Act:   16500 Avg:   36769 Max:  107456");
+  latency_stats none(200, 0, latency_unit::ns);
+  const thread_report fresh{.index = 1, .interval_us = 1500, .stats = &none};
+  CHECK(format_status_line(fresh) ==
+        "T: 1 (    0) P: 0 I:1500 C:      0 Min:1000000 Act:       0 Avg:       0 Max:       0");
+  // The histogram's buckets are 1 ns: -h 3 counts 0, 1 and 2 ns.
+  latency_stats small(3, 3, latency_unit::ns);
+  for (const std::int64_t ns : {1, 2, 2, 900}) small.record(ns);
+  const auto lines = lines_of(format_histogram({{.index = 0, .stats = &small}}, 3));
+  const std::vector<std::string> expected = {
+      "# Histogram",          "000000 000000",         "000001 000001",
+      "000002 000002",        "# Total: 000000003",    "# Min Latencies: 00001",
+      "# Avg Latencies: 00226", "# Max Latencies: 00900", "# Histogram Overflows: 00001",
+      "# Histogram Overflow at cycle number:",          "# Thread 0: 00003",
+  };
+  REQUIRE(lines.size() == expected.size() + 1);
+  for (std::size_t i = 0; i < expected.size(); ++i) CHECK(lines[i] == expected[i]);
+}
+
+TEST_CASE("report: -H's summary column over all threads, as cyclictest prints it") {
+  latency_stats a(3, 3);
+  latency_stats b(3, 3);
+  for (const std::int64_t ns : {1000, 2000, 2500, 9000}) a.record(ns);  // 9 us overflows
+  for (const std::int64_t ns : {0, 2000, 4000, 5000}) b.record(ns);     // 4, 5 us overflow
+  const std::vector<thread_report> threads = {{.index = 0, .stats = &a}, {.index = 1, .stats = &b}};
+  const std::vector<std::string> expected = {
+      "# Histogram",
+      "000000 000000\t000001\t000001",
+      "000001 000001\t000000\t000001",
+      "000002 000002\t000001\t000003",
+      "# Total: 000000003 000000002 000000005",
+      "# Min Latencies: 00001 00000",
+      "# Avg Latencies: 00003 00002",
+      "# Max Latencies: 00009 00005 00009",
+      "# Histogram Overflows: 00001 00002 00003",
+      "# Histogram Overflow at cycle number:",
+      "# Thread 0: 00003",
+      "# Thread 1: 00002 00003",
+  };
+  const auto lines = lines_of(format_histogram(threads, 3, true));
+  REQUIRE(lines.size() == expected.size() + 1);
+  for (std::size_t i = 0; i < expected.size(); ++i) CHECK(lines[i] == expected[i]);
+  CHECK(lines.back().empty());
+  // One thread: cyclictest prints no summary column ("histofall && nthreads > 1").
+  CHECK(format_histogram({threads[0]}, 3, true) == format_histogram({threads[0]}, 3, false));
+  // Without -H, none.
+  CHECK(lines_of(format_histogram(threads, 3, false))[1] == "000000 000000\t000001");
+}
+
+TEST_CASE("report: -v's samples, --spike's list and -b's lines, as cyclictest prints them") {
+  CHECK(format_verbose_line(0, 0, 82) == "       0:       0:      82\n");
+  CHECK(format_verbose_line(12, 123456789, 1234567890) == "      12:123456789:1234567890\n");
+  CHECK(format_spikes({}, 0).empty());
+  CHECK(format_spikes({}, 5).empty());  // none kept (--spike-nodes=0): nothing, as cyclictest
+  CHECK(format_spikes({{.thread = 0, .value = 75, .time_us = 833381849},
+                       {.thread = 11, .value = 123456789, .time_us = 1}},
+                      38) ==
+        "\nT: 0 Spike:      75: TS:    833381849\nT:11 Spike:123456789: TS:            1\n"
+        "spikes = 38\n\n");
+  latency_stats s(10);
+  const std::vector<thread_report> threads = {{.index = 0, .tid = 1115, .stats = &s},
+                                              {.index = 1, .tid = 42, .stats = &s}};
+  CHECK(format_break(threads, 0, 0, false) == "# Thread Ids: 01115 00042\n");
+  CHECK(format_break(threads, 1115, 94, true) ==
+        "# Thread Ids: 01115 00042\n# Break thread: 1115\n# Break value: 94\n");
+}
+
+TEST_CASE("report: the JSON in ns with -N (resolution_in_ns 1, as cyclictest writes it)") {
+  latency_stats a(100000, 0, latency_unit::ns);
+  for (const std::int64_t ns : {7000, 16123, 16123, 250000}) a.record(ns);
+  json_header h;
+  h.histogram = true;
+  const std::string text =
+      format_json(h, {{.index = 0, .tid = 7, .first_release_ns = 123456789, .stats = &a}});
+  const json j = parse_json(text);
+  CHECK(j["resolution_in_ns"].num() == 1);
+  const json& t = j["thread"]["0"];
+  CHECK(t["min"].num() == 7000);
+  CHECK(t["max"].num() == 250000);
+  CHECK(t["avg"].num() == doctest::Approx((7000.0 + 16123 * 2 + 250000) / 4).epsilon(1e-6));
+  CHECK(t["histogram"]["16123"].num() == 2);  // 1 ns buckets
+  CHECK(t["histogram"]["7000"].num() == 1);
+  CHECK(t["histogram"].obj().size() == 2);  // 250000 ns is above -h 100000
+  const json& u = j["urt"]["threads"]["0"];
+  CHECK(u["min_ns"].num() == 7000);
+  CHECK(u["p50"].num() == 16);  // urt's percentiles stay in us
+  CHECK(u["overflows"].num() == 1);
+  CHECK(u["first_release_ns"].num() == 123456789);
+  // Without -N: 0 and us.
+  latency_stats b(100);
+  b.record(7000);
+  const json k = parse_json(format_json(h, {{.index = 0, .stats = &b}}));
+  CHECK(k["resolution_in_ns"].num() == 0);
+  CHECK(k["thread"]["0"]["min"].num() == 7);
+}
+
 TEST_CASE("report: JSON has cyclictest's keys, urt's only under \"urt\", and its counts add up") {
   latency_stats a(100);
   latency_stats b(100);
@@ -1082,8 +1295,9 @@ TEST_CASE("report: JSON has cyclictest's keys, urt's only under \"urt\", and its
       CHECK(t.has(key));
     }
     const json& u = j["urt"]["threads"][std::to_string(i)];
-    CHECK(u.obj().size() == 8);
-    for (const char* key : {"p50", "p99", "p99_9", "overflows", "min_ns", "max_ns", "avg_ns", "tid"}) {
+    CHECK(u.obj().size() == 9);
+    for (const char* key : {"p50", "p99", "p99_9", "overflows", "min_ns", "max_ns", "avg_ns", "tid",
+                            "first_release_ns"}) {
       CAPTURE(key);
       CHECK(u.has(key));
     }
@@ -1139,18 +1353,23 @@ TEST_CASE("binary: the runtime's own errors (cpulist, topology) exit 2 naming th
   CHECK(text.find("--topology") != std::string::npos);
 }
 
-TEST_CASE("binary: a short real run records exactly -l cycles per thread") {
+TEST_CASE("binary: a short real run records -l cycles in thread 0, and stops the others with it") {
   temp_file json_out("json");
   temp_file out("out");
   REQUIRE(run_binary("-t 2 -i 1000 -l 100 -q --policy=other --json=" + json_out.path, out.path) ==
           0);
   const json j = parse_json(slurp(json_out.path));
   REQUIRE(j["num_threads"].num() == 2);
+  // Thread 1 runs at 1500 us: as in cyclictest, the run ends when one
+  // thread (thread 0, unless stalls made it skip releases) has done its
+  // loops, with the other short of them.
+  CHECK(std::max(j["thread"]["0"]["cycles"].num(), j["thread"]["1"]["cycles"].num()) == 100);
+  CHECK(j["thread"]["0"]["cycles"].num() <= 100);
+  CHECK(j["thread"]["1"]["cycles"].num() <= 100);
   for (const char* t : {"0", "1"}) {
     CAPTURE(t);
     const json& th = j["thread"][t];
     const json& u = j["urt"]["threads"][t];
-    CHECK(th["cycles"].num() == 100);
     CHECK(th["histogram"].obj().empty());  // no -h: as cyclictest
     CHECK(th["cpu"].num() >= 0);
     CHECK(th["min"].num() <= u["p50"].num());
@@ -1174,7 +1393,7 @@ TEST_CASE("binary: a short real run records exactly -l cycles per thread") {
   std::string text = slurp(out.path);
   CHECK(text.find("T: 0 (") != std::string::npos);
   CHECK(text.find("T: 1 (") != std::string::npos);
-  CHECK(text.find("C:    100") != std::string::npos);
+  CHECK(text.find("T: 0 (") < text.find("C:    100"));
   CHECK(text.find("p50:") == std::string::npos);
   CHECK(text.find("# timer:") == std::string::npos);
   CHECK(text.find("# bandwidth:") == std::string::npos);
@@ -1282,7 +1501,15 @@ TEST_CASE("binary: --cid puts the series in a group that takes an ID every relea
     const json j = parse_json(slurp(json_out.path));
     const json& c = j["urt"]["cid"];
     CHECK(c["mode"].str() == mode);
-    CHECK(c["releases_counted"].num() == 4 * 200);
+    // Every release counted (the run ends when one thread has its 200).
+    double cycles = 0;
+    double most = 0;
+    for (const char* t : {"0", "1", "2", "3"}) {
+      cycles += j["thread"][t]["cycles"].num();
+      most = std::max(most, j["thread"][t]["cycles"].num());
+    }
+    CHECK(most == 200);
+    CHECK(c["releases_counted"].num() == cycles);
     CHECK(c["allocated"].num() >= 1);
     CHECK(c["ids_used"].num() >= 1);
     CHECK(c["ids_used"].num() <= 4);
@@ -1316,18 +1543,23 @@ TEST_CASE("binary: histogram on stdout and to --histfile, on a synthetic topolog
   CHECK(lines[41].starts_with("# Total:"));
   const json j = parse_json(slurp(json_out.path));
   CHECK(j["num_threads"].num() == 3);  // -t without a number: one per worker
+  // -h: all at one interval. The run ends once one of them has its 50; the
+  // others take the release they wait for (their 50th unless they lag).
+  double most = 0;
   for (const char* t : {"0", "1", "2"}) {
-    CHECK(j["thread"][t]["cycles"].num() == 50);
+    CHECK(j["thread"][t]["cycles"].num() <= 50);
+    most = std::max(most, j["thread"][t]["cycles"].num());
     CHECK(j["thread"][t]["cpu"].num() == std::stod(t));  // -a: thread n on worker n
   }
+  CHECK(most == 50);
   // Totals in the footer + overflows = cycles.
   std::stringstream total(lines[41].substr(8));
   std::stringstream over(lines[45].substr(std::string("# Histogram Overflows:").size()));
-  for (int i = 0; i < 3; ++i) {
+  for (const char* t : {"0", "1", "2"}) {
     unsigned long in_range = 0, overflows = 0;
     total >> in_range;
     over >> overflows;
-    CHECK(in_range + overflows == 50);
+    CHECK(static_cast<double>(in_range + overflows) == j["thread"][t]["cycles"].num());
   }
 
   temp_file out("out");
@@ -1349,10 +1581,13 @@ TEST_CASE("binary: -S runs -t -a, one series per worker, each on its own worker,
                      "/dev/null", err.path) == 0);
   const json j = parse_json(slurp(json_out.path));
   CHECK(j["num_threads"].num() == 3);  // one per worker: the -t 2 after -S is ignored
+  double most = 0;  // the run ends when one thread (thread 0, unless it skipped) has its loops
   for (const char* t : {"0", "1", "2"}) {
-    CHECK(j["thread"][t]["cycles"].num() == 20);
+    CHECK(j["thread"][t]["cycles"].num() <= 20);
+    most = std::max(most, j["thread"][t]["cycles"].num());
     CHECK(j["thread"][t]["cpu"].num() == std::stod(t));
   }
+  CHECK(most == 20);
   CHECK(slurp(err.path).find("-t/--threads is ignored after -S/--smp") != std::string::npos);
 }
 
@@ -1438,6 +1673,476 @@ TEST_CASE("binary: /dev/cpu_dma_latency is held at --latency while running, not 
     CHECK(WEXITSTATUS(st) == 0);
     CHECK(slurp(out.path).find("# /dev/cpu_dma_latency set to 7us\n") != std::string::npos);
   }
+}
+
+// ------------------------------------------- cyclictest's -N, -b, -l, -H, -v, ...
+
+namespace {
+
+/// The figures of one status line ("T: 0 (tid) P: I: C: Min: Act: Avg: Max:").
+struct status_line {
+  int index = -1, tid = 0, priority = 0;
+  unsigned long long interval = 0, cycles = 0;
+  long min = 0, act = 0, avg = 0, max = 0;
+};
+
+/// The status line of thread `index` in `text` (the last one), index -1 if none.
+status_line status_of(const std::string& text, int index) {
+  status_line found;
+  for (const std::string& line : lines_of(text)) {
+    status_line s;
+    if (std::sscanf(line.c_str(), "T:%d (%d) P:%d I:%llu C:%llu Min:%ld Act:%ld Avg:%ld Max:%ld",
+                    &s.index, &s.tid, &s.priority, &s.interval, &s.cycles, &s.min, &s.act, &s.avg,
+                    &s.max) == 9 &&
+        s.index == index) {
+      found = s;
+    }
+  }
+  return found;
+}
+
+/// The -v sample lines of `text`: (thread, cycle, value), in order.
+struct sample {
+  unsigned thread = 0;
+  unsigned long long cycle = 0;
+  long long value = 0;
+};
+std::vector<sample> samples_of(const std::string& text) {
+  std::vector<sample> out;
+  for (const std::string& line : lines_of(text)) {
+    sample s;
+    char rest = 0;
+    if (line.size() >= 26 && line[8] == ':' &&
+        std::sscanf(line.c_str(), "%u:%llu:%lld%c", &s.thread, &s.cycle, &s.value, &rest) == 3) {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+/// Starts the binary with `args` in the background, stdout to `out_path`;
+/// its pid.
+pid_t start_binary(const std::vector<std::string>& args, const std::string& out_path) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int fd = ::open(out_path.c_str(), O_WRONLY | O_TRUNC);
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (fd < 0 || null < 0 || dup2(fd, 1) < 0 || dup2(null, 2) < 0) _exit(127);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(URT_CYCLICTEST_PATH));
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(URT_CYCLICTEST_PATH, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+/// Ends a run started by start_binary() with SIGINT; its exit status.
+int interrupt(pid_t pid) {
+  REQUIRE(kill(pid, SIGINT) == 0);
+  int st = 0;
+  REQUIRE(waitpid(pid, &st, 0) == pid);
+  REQUIRE(WIFEXITED(st));
+  return WEXITSTATUS(st);
+}
+
+/// Polls `done` every 10 ms, at most 2000 times (a bounded wait for a
+/// process to get somewhere, not a timing assertion); its last answer.
+bool eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 2000; ++i) {
+    if (done()) return true;
+    usleep(10000);
+  }
+  return done();
+}
+
+/// The Cpus_allowed_list of thread `tid` of process `pid`.
+std::string cpus_allowed(pid_t pid, pid_t tid) {
+  for (const std::string& line :
+       lines_of(slurp("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/status"))) {
+    if (line.starts_with("Cpus_allowed_list:")) {
+      const std::size_t at = line.find_first_not_of(" \t", 18);
+      return at == std::string::npos ? std::string() : line.substr(at);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("binary: -N reports every latency in ns: status lines, JSON, histogram") {
+  temp_file json_out("json");
+  temp_file out("out");
+  temp_file hist("hist");
+  REQUIRE(run_binary("-t 2 -i 1000 -l 50 -q -N --policy=other -h 100000 --histfile=" + hist.path +
+                         " --json=" + json_out.path,
+                     out.path) == 0);
+  json j = parse_json(slurp(json_out.path));
+  CHECK(j["resolution_in_ns"].num() == 1);  // cyclictest's -N flag
+  for (const char* t : {"0", "1"}) {
+    CAPTURE(t);
+    const json& th = j["thread"][t];
+    const json& u = j["urt"]["threads"][t];
+    // cyclictest's figures are urt's exact ns ones.
+    CHECK(th["min"].num() == u["min_ns"].num());
+    CHECK(th["max"].num() == u["max_ns"].num());
+    CHECK(std::abs(th["avg"].num() - u["avg_ns"].num()) <= 0.06);  // "%.2f" and "%.1f"
+    // urt's percentiles stay in whole us: 1000 times less.
+    CHECK(std::floor(th["min"].num() / 1000) <= u["p50"].num());
+    CHECK(u["p99_9"].num() <= std::floor(th["max"].num() / 1000));
+    // The histogram: 1 ns buckets below -h 100000 (100 us), the rest overflows.
+    double in_range = 0;
+    for (const auto& [bucket, count] : th["histogram"].obj()) {
+      const double b = std::stod(bucket);
+      CHECK(b < 100000);
+      CHECK(b >= th["min"].num());
+      CHECK(b <= th["max"].num());
+      in_range += count.num();
+    }
+    CHECK(in_range + u["overflows"].num() == th["cycles"].num());
+  }
+  // The histogram file: its footer in ns too.
+  const auto lines = lines_of(slurp(hist.path));
+  REQUIRE(lines.size() > 100004);
+  CHECK(lines[100001].starts_with("# Total:"));
+  long min0 = 0, min1 = 0, max0 = 0, max1 = 0;
+  REQUIRE(std::sscanf(lines[100002].c_str(), "# Min Latencies: %ld %ld", &min0, &min1) == 2);
+  REQUIRE(std::sscanf(lines[100004].c_str(), "# Max Latencies: %ld %ld", &max0, &max1) == 2);
+  CHECK(static_cast<double>(min0) == j["thread"]["0"]["min"].num());
+  CHECK(static_cast<double>(max1) == j["thread"]["1"]["max"].num());
+
+  // -q without -h: the status lines (-N: "Act:%8ld Avg:%8ld"), the same ns.
+  REQUIRE(run_binary("-t 2 -i 1000 -l 20 -q -N --policy=other --json=" + json_out.path,
+                     out.path) == 0);
+  j = parse_json(slurp(json_out.path));
+  const std::string text = slurp(out.path);
+  CAPTURE(text);
+  for (const char* t : {"0", "1"}) {
+    CAPTURE(t);
+    const json& th = j["thread"][t];
+    const status_line s = status_of(text, std::stoi(t));
+    CHECK(s.cycles == static_cast<unsigned long long>(th["cycles"].num()));
+    CHECK(static_cast<double>(s.min) == th["min"].num());
+    CHECK(static_cast<double>(s.max) == th["max"].num());
+    CHECK(static_cast<double>(s.avg) == std::floor(th["avg"].num()));
+    CHECK(s.max == static_cast<long>(j["urt"]["threads"][t]["max_ns"].num()));
+  }
+  const std::string first = lines_of(text).back();
+  CHECK(first.find(" Avg:") - first.find(" Act:") == 5 + 8);  // %8ld
+
+  // Without -N the same JSON fields are the whole us of urt's ns: x1000.
+  REQUIRE(run_binary("-t 1 -i 1000 -l 20 -q --policy=other --json=" + json_out.path, out.path) == 0);
+  const json k = parse_json(slurp(json_out.path));
+  CHECK(k["resolution_in_ns"].num() == 0);
+  CHECK(k["thread"]["0"]["min"].num() == std::floor(k["urt"]["threads"]["0"]["min_ns"].num() / 1000));
+  CHECK(k["thread"]["0"]["max"].num() == std::floor(k["urt"]["threads"]["0"]["max_ns"].num() / 1000));
+  const std::string us = lines_of(slurp(out.path)).back();
+  CHECK(us.find(" Avg:") - us.find(" Act:") == 5 + 5);  // %5ld
+}
+
+TEST_CASE("binary: -b stops the run at the first latency above it and prints the break lines") {
+  temp_file json_out("json");
+  temp_file out("out");
+  // -N -b 1: any latency above 1 ns, i.e. the first sample of any thread
+  // (at_release: the worker sleeps to the release, as the kernel tool).
+  REQUIRE(run_binary("-t 2 -i 1000 -l 1000 -q -N -b 1 --timer-wake=at_release --policy=other "
+                     "--json=" +
+                         json_out.path,
+                     out.path) == 0);  // cyclictest exits 0 too
+  const std::string text = slurp(out.path);
+  CAPTURE(text);
+  const json j = parse_json(slurp(json_out.path));
+  const status_line t0 = status_of(text, 0);
+  const status_line t1 = status_of(text, 1);
+  // No thread ran on: the one that broke has its sample, the other at most
+  // the one it was waiting for.
+  CHECK(t0.cycles <= 1);
+  CHECK(t1.cycles <= 1);
+  const auto lines = lines_of(text);
+  REQUIRE(lines.size() >= 3);
+  const std::size_t n = lines.size();
+  char ids[64];
+  std::snprintf(ids, sizeof ids, "# Thread Ids: %05d %05d", t0.tid, t1.tid);
+  CHECK(lines[n - 3] == ids);
+  int tid = 0;
+  long long value = 0;
+  REQUIRE(std::sscanf(lines[n - 2].c_str(), "# Break thread: %d", &tid) == 1);
+  REQUIRE(std::sscanf(lines[n - 1].c_str(), "# Break value: %lld", &value) == 1);
+  REQUIRE((tid == t0.tid || tid == t1.tid));
+  // The thread that broke (of those on that worker): its one sample is the
+  // break value, in ns as -N.
+  bool found = false;
+  for (const auto& [t, s] : {std::pair{"0", t0}, std::pair{"1", t1}}) {
+    found = found || (s.tid == tid && j["thread"][t]["cycles"].num() == 1 &&
+                      j["thread"][t]["max"].num() == static_cast<double>(value));
+  }
+  CHECK(found);
+  CHECK(value > 1);
+
+  // Not exceeded: the thread ids only, and the run goes to its -l.
+  REQUIRE(run_binary("-t 2 -i 1000 -l 5 -q -b 2147483647 --policy=other", out.path) == 0);
+  const std::string quiet = slurp(out.path);
+  CAPTURE(quiet);
+  CHECK(std::max(status_of(quiet, 0).cycles, status_of(quiet, 1).cycles) == 5);
+  CHECK(lines_of(quiet).back().starts_with("# Thread Ids: "));
+  CHECK(quiet.find("# Break") == std::string::npos);
+  // -b 0, as cyclictest: no threshold, no lines.
+  REQUIRE(run_binary("-t 1 -i 1000 -l 3 -q -b 0 --policy=other", out.path) == 0);
+  CHECK(slurp(out.path).find("# Thread Ids") == std::string::npos);
+}
+
+TEST_CASE("binary: -l with several threads: the run ends for all when thread 0 has its loops") {
+  temp_file json_out("json");
+  temp_file out("out");
+  // Thread 1 at 1.001 s would need 20 s for its 20 loops.
+  REQUIRE(run_binary("-t 2 -i 1000 -d 1000000 -l 20 -q --policy=other --json=" + json_out.path,
+                     out.path) == 0);
+  const json j = parse_json(slurp(json_out.path));
+  CHECK(j["thread"]["0"]["cycles"].num() == 20);
+  CHECK(j["thread"]["1"]["cycles"].num() < 20);
+  const std::string text = slurp(out.path);
+  CHECK(status_of(text, 0).cycles == 20);
+  CHECK(status_of(text, 1).interval == 1001000);
+  CHECK(status_of(text, 1).cycles < 20);
+}
+
+TEST_CASE("binary: -H adds the summary column over all threads") {
+  temp_file out("out");
+  REQUIRE(run_binary("-t 2 -i 1000 -l 20 -q -H 30 --policy=other", out.path) == 0);
+  const auto lines = lines_of(slurp(out.path));
+  std::size_t at = 0;
+  while (at < lines.size() && lines[at] != "# Histogram") ++at;
+  REQUIRE(at + 37 < lines.size());
+  unsigned long long sums[3] = {0, 0, 0};
+  for (std::size_t b = 0; b < 30; ++b) {
+    unsigned long long c0 = 0, c1 = 0, all = 0;
+    unsigned bucket = 0;
+    REQUIRE(std::sscanf(lines[at + 1 + b].c_str(), "%u %llu\t%llu\t%llu", &bucket, &c0, &c1, &all) ==
+            4);
+    CHECK(bucket == b);
+    CHECK(all == c0 + c1);
+    sums[0] += c0;
+    sums[1] += c1;
+    sums[2] += all;
+  }
+  unsigned long long t0 = 0, t1 = 0, t_all = 0;
+  REQUIRE(std::sscanf(lines[at + 31].c_str(), "# Total: %llu %llu %llu", &t0, &t1, &t_all) == 3);
+  CHECK(t0 == sums[0]);
+  CHECK(t_all == sums[2]);
+  long m0 = 0, m1 = 0, m_all = 0;
+  REQUIRE(std::sscanf(lines[at + 34].c_str(), "# Max Latencies: %ld %ld %ld", &m0, &m1, &m_all) ==
+          3);
+  CHECK(m_all == std::max(m0, m1));
+  unsigned long long o0 = 0, o1 = 0, o_all = 0;
+  REQUIRE(std::sscanf(lines[at + 35].c_str(), "# Histogram Overflows: %llu %llu %llu", &o0, &o1,
+                      &o_all) == 3);
+  CHECK(o_all == o0 + o1);
+  CHECK(t0 + o0 + t1 + o1 == t_all + o_all);
+}
+
+TEST_CASE("binary: -v prints every sample as n:c:v, after cyclictest's preamble") {
+  temp_file json_out("json");
+  temp_file out("out");
+  REQUIRE(run_binary("-t 2 -i 1000 -l 20 -v -q -N --policy=other --json=" + json_out.path,
+                     out.path) == 0);
+  const std::string text = slurp(out.path);
+  CAPTURE(text);
+  const json j = parse_json(slurp(json_out.path));
+  const auto lines = lines_of(text);
+  REQUIRE(lines.size() > 4);
+  CHECK(lines[0].starts_with("Max CPUs = "));
+  CHECK(lines[1].starts_with("Online CPUs = "));
+  // cyclictest prints the next thread's interval here (it adds -d first).
+  CHECK(text.find("Thread 0 Interval: 1500\nThread 1 Interval: 2000\n") != std::string::npos);
+  const std::vector<sample> all = samples_of(text);
+  for (unsigned t = 0; t < 2; ++t) {
+    CAPTURE(t);
+    const json& th = j["thread"][std::to_string(t)];
+    std::vector<sample> mine;
+    for (const sample& s : all) {
+      if (s.thread == t) mine.push_back(s);
+    }
+    // Every sample, in order, each within the thread's min and max (ns).
+    REQUIRE(static_cast<double>(mine.size()) == th["cycles"].num());
+    long long most = 0;
+    for (std::size_t c = 0; c < mine.size(); ++c) {
+      CHECK(mine[c].cycle == c);
+      CHECK(static_cast<double>(mine[c].value) >= th["min"].num());
+      CHECK(static_cast<double>(mine[c].value) <= th["max"].num());
+      most = std::max(most, mine[c].value);
+    }
+    CHECK(static_cast<double>(most) == th["max"].num());
+  }
+  // -q: cyclictest's summary after the samples.
+  CHECK(text.find("T: 0 (") > text.rfind("       1:"));
+  CHECK(std::max(status_of(text, 0).cycles, status_of(text, 1).cycles) == 20);
+
+  // -o 5: the max of every 5 samples, with its cycle.
+  REQUIRE(run_binary("-t 1 -i 1000 -l 20 -v -o 5 --policy=other --json=" + json_out.path,
+                     out.path) == 0);
+  const std::string reduced = slurp(out.path);
+  CAPTURE(reduced);
+  const std::vector<sample> groups = samples_of(reduced);
+  REQUIRE(groups.size() == 4);
+  long long most = 0;
+  for (std::size_t g = 0; g < 4; ++g) {
+    CHECK(groups[g].cycle >= 5 * g);
+    CHECK(groups[g].cycle < 5 * g + 5);
+    most = std::max(most, groups[g].value);
+  }
+  CHECK(static_cast<double>(most) == parse_json(slurp(json_out.path))["thread"]["0"]["max"].num());
+  // Without -q: no frames, no status lines, as cyclictest.
+  CHECK(reduced.find("policy:") == std::string::npos);
+  CHECK(reduced.find("T: 0") == std::string::npos);
+}
+
+TEST_CASE("binary: -u writes -v's samples at once, while the run goes on") {
+  temp_file out("out");
+  const pid_t pid = start_binary({"-t", "1", "-i", "1000", "-v", "-u", "-q", "--policy=other"},
+                                 out.path);
+  // An endless run: a sample line shows up in the file before it ends
+  // (block-buffered, 27 bytes would wait for 4 KiB).
+  CHECK(eventually([&] { return !samples_of(slurp(out.path)).empty(); }));
+  CHECK(kill(pid, 0) == 0);  // still running
+  CHECK(interrupt(pid) == 0);
+}
+
+TEST_CASE("binary: -M draws a frame only after a new max, and ends with the cursor moved down") {
+  temp_file out("out");
+  REQUIRE(run_binary("-t 2 -i 1000 -l 50 -M --policy=other", out.path) == 0);
+  const std::string text = slurp(out.path);
+  CAPTURE(text);
+  CHECK(text.find("policy: other/other: loadavg: ") != std::string::npos);
+  // cyclictest's end: ESC[4B after the last frame or after the ESC[4A that
+  // waited for the next one; nothing after it.
+  REQUIRE(text.ends_with("\033[4B"));
+  const std::string before = text.substr(0, text.size() - 4);
+  CHECK((before.ends_with("\n") || before.ends_with("\n\033[4A")));
+  CHECK(text.find("\033[4B") == text.size() - 4);
+}
+
+TEST_CASE("binary: --priospread runs thread n at -p - n") {
+  temp_file out("out");
+  temp_file err("err");
+  REQUIRE(run_binary("-t 3 -p 10 --priospread -i 1000 -l 5 -q", out.path, err.path) == 0);
+  std::string text = slurp(out.path);
+  CAPTURE(text);
+  CHECK(status_of(text, 0).priority == 10);
+  CHECK(status_of(text, 1).priority == 9);
+  CHECK(status_of(text, 2).priority == 8);
+  // Down to 0: that thread is normal work, cyclictest's "fifo/other".
+  REQUIRE(run_binary("-t 3 -p 2 --priospread -i 1000 -l 5", out.path, err.path) == 0);
+  text = slurp(out.path);
+  CHECK(text.find("policy: fifo/other: loadavg: ") != std::string::npos);
+  CHECK(status_of(text, 2).priority == 0);
+  // Without -p, one thread per worker: threads + 1 down, said on stderr.
+  REQUIRE(run_binary("'--topology=synthetic:core:3 pu:1' -t --priospread -i 1000 -l 5 -q",
+                     out.path, err.path) == 0);
+  text = slurp(out.path);
+  CHECK(status_of(text, 0).priority == 4);
+  CHECK(status_of(text, 2).priority == 2);
+  CHECK(slurp(err.path).find("--priospread: no -p/--priority: defaulting realtime priority to 4") !=
+        std::string::npos);
+  // Below 0: exit 2, naming the flags, before the run.
+  CHECK(run_binary("-t 3 -p 1 --priospread -l 5 -q", out.path, err.path) == 2);
+  CHECK(slurp(err.path).find("urt-cyclictest: --priospread: -p/--priority '1' with -t/--threads "
+                             "'3' gives thread 2 the priority 1 - 2, below 0") != std::string::npos);
+  CHECK(status_of(slurp(out.path), 0).index == -1);  // nothing was measured
+  CHECK(run_binary("'--topology=synthetic:core:4 pu:1' -t -p 2 --priospread -l 5 -q", out.path,
+                   err.path) == 2);
+  CHECK(slurp(err.path).find("with -t/--threads (one per worker: 4) gives thread 3") !=
+        std::string::npos);
+}
+
+TEST_CASE("binary: --secaligned and -A place the first releases as cyclictest's threads") {
+  temp_file json_out("json");
+  // --secaligned 250: every thread starts at the next full second + 250 us;
+  // its first release is one interval later.
+  REQUIRE(run_binary("-t 2 -i 1000 -l 3 -q --secaligned 250 --policy=other --json=" +
+                     json_out.path) == 0);
+  json j = parse_json(slurp(json_out.path));
+  const auto first = [&](const char* t) {
+    return static_cast<long long>(j["urt"]["threads"][t]["first_release_ns"].num());
+  };
+  CHECK((first("0") - 1000000) % 1000000000 == 250000);
+  CHECK((first("1") - 1500000) % 1000000000 == 250000);  // -d 500: 1500 us
+  CHECK(first("1") - first("0") == 500000);
+  // -A 100 (-h: one interval): thread n starts 100 us after thread n - 1.
+  REQUIRE(run_binary("-t 3 -i 1000 -l 3 -q -h 10 -A 100 --policy=other --json=" + json_out.path) ==
+          0);
+  j = parse_json(slurp(json_out.path));
+  CHECK(first("1") - first("0") == 100000);
+  CHECK(first("2") - first("0") == 200000);
+  // -A alone: offset 0, all at one start; without either, the same.
+  REQUIRE(run_binary("-t 2 -i 1000 -l 3 -q -h 10 -A --policy=other --json=" + json_out.path) == 0);
+  j = parse_json(slurp(json_out.path));
+  CHECK(first("1") == first("0"));
+}
+
+TEST_CASE("binary: --mainaffinity pins the main thread, -a CPULIST too, as cyclictest") {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
+  if (!CPU_ISSET(0, &mine) || !CPU_ISSET(1, &mine)) {
+    MESSAGE("skipped: CPUs 0 and 1 are not both allowed here");
+    return;
+  }
+  temp_file out("out");
+  pid_t pid = start_binary({"-t", "1", "-i", "1000", "-q", "--policy=other", "--mainaffinity=1"},
+                           out.path);
+  // The main thread (tid = pid) is pinned once the series are spawned.
+  CHECK(eventually([&] { return cpus_allowed(pid, pid) == "1"; }));
+  CHECK(interrupt(pid) == 0);
+  // -a 0: cyclictest pins its main thread to -a's CPUs, and --mainaffinity
+  // after the threads start wins.
+  pid = start_binary({"-t", "1", "-i", "1000", "-q", "--policy=other", "-a", "0"}, out.path);
+  CHECK(eventually([&] { return cpus_allowed(pid, pid) == "0"; }));
+  CHECK(interrupt(pid) == 0);
+  pid = start_binary(
+      {"-t", "1", "-i", "1000", "-q", "--policy=other", "-a", "0", "--mainaffinity", "1"}, out.path);
+  CHECK(eventually([&] { return cpus_allowed(pid, pid) == "1"; }));
+  CHECK(interrupt(pid) == 0);
+}
+
+TEST_CASE("binary: --spike lists the latencies above the trigger, at most --spike-nodes of them") {
+  temp_file json_out("json");
+  temp_file out("out");
+  // -N --spike=1: every sample is a spike (above 1 ns).
+  REQUIRE(run_binary("-t 1 -i 1000 -l 10 -q -N --spike=1 --spike-nodes=3 "
+                     "--timer-wake=at_release --policy=other --json=" +
+                         json_out.path,
+                     out.path) == 0);
+  const std::string text = slurp(out.path);
+  CAPTURE(text);
+  const json j = parse_json(slurp(json_out.path));
+  const auto lines = lines_of(text);
+  std::size_t at = 0;
+  while (at < lines.size() && !lines[at].starts_with("T: 0 (")) ++at;
+  REQUIRE(at + 6 < lines.size());
+  CHECK(lines[at + 1].empty());
+  long long last_ts = 0;
+  for (std::size_t k = 0; k < 3; ++k) {
+    unsigned t = 9;
+    long long value = 0, ts = 0;
+    REQUIRE(std::sscanf(lines[at + 2 + k].c_str(), "T:%u Spike:%lld: TS: %lld", &t, &value, &ts) ==
+            3);
+    CHECK(t == 0);
+    CHECK(static_cast<double>(value) >= j["thread"]["0"]["min"].num());
+    CHECK(static_cast<double>(value) <= j["thread"]["0"]["max"].num());
+    // CLOCK_MONOTONIC us of the wake-up: from the first release on.
+    CHECK(static_cast<double>(ts) * 1000 >=
+          j["urt"]["threads"]["0"]["first_release_ns"].num() - 1000);
+    CHECK(ts > last_ts);
+    last_ts = ts;
+  }
+  CHECK(lines[at + 5] == "spikes = 10");
+  CHECK(lines[at + 6].empty());
+  // None above the trigger: nothing printed.
+  REQUIRE(run_binary("-t 1 -i 1000 -l 5 -q --spike=2147483647 --policy=other", out.path) == 0);
+  CHECK(slurp(out.path).find("Spike") == std::string::npos);
+  CHECK(slurp(out.path).find("spikes") == std::string::npos);
 }
 
 // ---------------------------------------------------------------- limits

@@ -4,12 +4,14 @@
 // this_task::release_time(). The series records into preallocated stats
 // (no allocation, no I/O per release); the main thread prints.
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cinttypes>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -45,35 +47,146 @@ extern "C" void on_signal(int /*sig*/) { g_signalled = 1; }
 /// Histogram buckets when no -h is given (10 ms): latency_stats' exact range.
 constexpr std::size_t default_buckets = latency_stats::exact_buckets;
 
+/// What the measuring threads share: cyclictest's shutdown flag, its -b
+/// break record and its --spike list. Written by the tasks without locks
+/// or allocation; the main thread reads the records once the workers are
+/// joined.
+struct run_control {
+  /// cyclictest's `shutdown`: set by the -b thread, by a thread done with
+  /// -l under -M, and by the main thread when the run ends. A thread takes
+  /// the sample of the wake-up it was waiting for when it was set (as
+  /// cyclictest's threads check it only before they sleep), then stops.
+  std::atomic<bool> shutdown{false};
+  bool end_on_finish = false;      ///< -M: a thread done with -l sets shutdown (cyclictest's out:)
+  std::int64_t breaktrace = 0;     ///< -b (reported unit); 0 = off
+  std::atomic<bool> broke{false};  ///< a latency exceeded -b (the first one is recorded)
+  std::atomic<int> break_tid{0};
+  std::atomic<std::int64_t> break_value{0};
+  std::int64_t spike = 0;              ///< --spike (reported unit); 0 = off
+  std::vector<spike_record> spikes;    ///< --spike-nodes slots, claimed in order
+  std::atomic<std::uint64_t> spike_count{0};  ///< spikes seen, kept or not
+
+  void record_spike(unsigned thread, std::int64_t value, urt::clock::time_point now) noexcept {
+    const std::uint64_t slot = spike_count.fetch_add(1, std::memory_order_relaxed);
+    if (slot < spikes.size()) {
+      spikes[slot] = {.thread = thread,
+                      .value = value,
+                      .time_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                     now.time_since_epoch())
+                                     .count()};
+    }
+  }
+};
+
 /// One measuring thread: its stats and the handle its task cancels itself
-/// through once -l loops are recorded.
+/// through once it stops (-l loops recorded, -b exceeded, or the sample
+/// after shutdown taken).
 struct measured {
-  measured(std::size_t buckets, std::size_t outliers, std::uint64_t loops_)
-      : stats(buckets, outliers), loops(loops_) {}
+  measured(unsigned index_, std::size_t buckets, std::size_t outliers, latency_unit unit,
+           std::uint64_t loops_, run_control& ctl_, bool verbose)
+      : stats(buckets, outliers, unit), index(index_), loops(loops_), ctl(&ctl_) {
+    if (verbose) ring = std::make_unique<std::atomic<std::int64_t>[]>(verbose_ring);
+  }
   latency_stats stats;
+  unsigned index;
   std::uint64_t loops;
+  run_control* ctl;
   std::atomic<urt::periodic_task*> handle{nullptr};
   std::atomic<int> tid{0};
   std::atomic<int> worker{-1};
+  std::atomic<bool> finished{false};
+  /// -v: the latest values (reported unit), cycle c at c % verbose_ring,
+  /// and how many cycles are in it (release: the values before it are
+  /// written).
+  std::unique_ptr<std::atomic<std::int64_t>[]> ring;
+  std::atomic<std::uint64_t> published{0};
 
   void cancel_self() noexcept {
     if (urt::periodic_task* h = handle.load(std::memory_order_acquire)) h->cancel();
   }
+  void finish() noexcept {
+    finished.store(true, std::memory_order_release);
+    if (ctl->end_on_finish) ctl->shutdown.store(true, std::memory_order_release);
+    cancel_self();
+  }
   // Runs on the worker at every release.
   void release(urt::clock::time_point now, urt::clock::time_point due) noexcept {
-    const std::uint64_t done = stats.cycles();
-    if (loops != 0 && done >= loops) {  // the handle was not set yet at the loops-th
+    if (finished.load(std::memory_order_relaxed)) {  // the handle was not set yet when it stopped
       cancel_self();
       return;
     }
-    stats.record(std::chrono::duration_cast<std::chrono::nanoseconds>(now - due).count());
+    const bool last = ctl->shutdown.load(std::memory_order_acquire);
+    const std::uint64_t done = stats.cycles();
+    const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - due).count();
+    stats.record(ns);
+    int my_tid = 0;
     if (done == 0) {  // once: a system call after the measurement, not before
-      tid.store(static_cast<int>(::syscall(SYS_gettid)), std::memory_order_relaxed);
+      my_tid = static_cast<int>(::syscall(SYS_gettid));
+      tid.store(my_tid, std::memory_order_relaxed);
       worker.store(static_cast<int>(urt::this_task::worker_id()), std::memory_order_relaxed);
+    } else {
+      my_tid = tid.load(std::memory_order_relaxed);
     }
-    if (loops != 0 && done + 1 == loops) cancel_self();
+    const std::int64_t value = in_unit(ns, stats.unit());
+    if (ring) {
+      ring[done % verbose_ring].store(value, std::memory_order_relaxed);
+      published.store(done + 1, std::memory_order_release);
+    }
+    // cyclictest: "if (trigger && (diff > trigger))", "diff > tracelimit".
+    if (ctl->spike != 0 && value > ctl->spike) ctl->record_spike(index, value, now);
+    bool stop = last;
+    if (ctl->breaktrace != 0 && value > ctl->breaktrace) {
+      bool first = false;
+      if (ctl->broke.compare_exchange_strong(first, true, std::memory_order_acq_rel)) {
+        ctl->break_tid.store(my_tid, std::memory_order_relaxed);
+        ctl->break_value.store(value, std::memory_order_relaxed);
+      }
+      ctl->shutdown.store(true, std::memory_order_release);
+      stop = true;
+    }
+    if (loops != 0 && done + 1 >= loops) stop = true;
+    if (stop) finish();
   }
 };
+
+/// -v: what the main thread has printed of one thread, and cyclictest's
+/// -o reduction state.
+struct verbose_reader {
+  std::uint64_t read = 0;      ///< cycles printed or skipped
+  std::uint64_t reduce = 0;    ///< samples in the current -o group
+  std::int64_t redmax = 0;     ///< the group's max...
+  std::uint64_t cycleofmax = 0;  ///< ...and its cycle
+  std::uint64_t lost = 0;      ///< overwritten in the ring before they were printed
+};
+
+/// Appends to `out` the -v lines of `m`'s samples not printed yet.
+void take_samples(const measured& m, verbose_reader& r, std::uint64_t oscope, std::string& out) {
+  const std::uint64_t published = m.published.load(std::memory_order_acquire);
+  for (; r.read < published; ++r.read) {
+    if (published - r.read > verbose_ring) {  // overwritten before this look
+      r.lost += published - verbose_ring - r.read;
+      r.read = published - verbose_ring;
+    }
+    const std::int64_t value = m.ring[r.read % verbose_ring].load(std::memory_order_relaxed);
+    // Overwritten while being read: the writer got a whole ring ahead.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (m.published.load(std::memory_order_relaxed) - r.read > verbose_ring) {
+      ++r.lost;
+      continue;
+    }
+    // cyclictest's reduction: the max of every `oscope` samples and its
+    // cycle (the first sample of a group is taken as it is, so that a 0
+    // latency names its own cycle).
+    if (r.reduce == 0 || value > r.redmax) {
+      r.redmax = value;
+      r.cycleofmax = r.read;
+    }
+    if (++r.reduce == oscope) {
+      out += format_verbose_line(m.index, r.cycleofmax, r.redmax);
+      r.reduce = 0;
+    }
+  }
+}
 
 /// --load: tasks that spin ~100 us and respawn themselves on their worker.
 struct load_context {
@@ -313,22 +426,53 @@ std::string urt_json(const options& o, const urt::runtime_options& ro, const urt
   return s;
 }
 
+/// Sets the calling thread's CPU affinity to `cpus`; false (errno set)
+/// when the kernel refuses.
+bool pin_this_thread(const std::vector<unsigned>& cpus) {
+  if (cpus.empty()) return true;
+  const unsigned count = cpus.back() + 1;  // sorted
+  cpu_set_t* set = CPU_ALLOC(count);
+  if (set == nullptr) return false;
+  const std::size_t size = CPU_ALLOC_SIZE(count);
+  CPU_ZERO_S(size, set);
+  for (const unsigned c : cpus) CPU_SET_S(c, size, set);
+  const int rc = ::sched_setaffinity(0, size, set);
+  CPU_FREE(set);
+  return rc == 0;
+}
+
 int run(options o) {
+  // cyclictest sets this while parsing, before any output.
+  if (o.unbuffered) std::setvbuf(stdout, nullptr, _IONBF, 0);
   output_file histfile;
   if (o.histogram_us != 0 && !o.histfile.empty()) histfile = open_output("--histfile", o.histfile);
   output_file json_file;
   if (!o.json.empty() && o.json != "-") json_file = open_output("--json", o.json);
 
+  // -a CPULIST's CPUs, for -v's "Using N cpus." and the main thread (as
+  // cyclictest pins its main thread to them). The runtime checks the list.
+  std::vector<unsigned> affinity_cpus;
+  if (!o.affinity_cpus.empty()) {
+    try {
+      affinity_cpus = urt::parse_cpulist(o.affinity_cpus, "cpus");
+    } catch (const std::invalid_argument&) {
+      // The runtime names the flag below.
+    }
+  }
+  // cyclictest's -v preamble (the first line while parsing, when -v came
+  // before -a CPULIST).
+  if (o.verbose_echo_affinity && !affinity_cpus.empty()) {
+    std::printf("Using %zu cpus.\n", affinity_cpus.size());
+  }
+  if (o.verbose) {
+    std::printf("Max CPUs = %ld\n", ::sysconf(_SC_NPROCESSORS_CONF));
+    std::printf("Online CPUs = %ld\n", ::sysconf(_SC_NPROCESSORS_ONLN));
+    if (!affinity_cpus.empty()) std::printf("Using %zu cpus.\n", affinity_cpus.size());
+  }
+
   if (o.histogram_us != 0 && o.distance_given) {
     std::fprintf(stderr,
                  "urt-cyclictest: distance is ignored and set to 0, if histogram enabled\n");
-  }
-  if (o.load_tasks > 0 && o.load_priority > o.priority) {
-    std::fprintf(stderr,
-                 "urt-cyclictest: note: --load priority %d is above -p %d: a worker always runs "
-                 "its most urgent task first, so the measuring tasks starve while the load "
-                 "runs\n",
-                 o.load_priority, o.priority);
   }
   // Workers inherit this mask: SIGINT/SIGTERM go to the main thread only.
   sigset_t stop_signals;
@@ -343,6 +487,7 @@ int run(options o) {
   // Declared before the runtime: its tasks point into these, so they must
   // outlive it also when an exception unwinds past the runtime's drain.
   load_context load;
+  run_control ctl;
   std::unique_ptr<urt::per_cid<std::uint64_t>> cid_counts;  // --cid: releases per ID
   std::vector<std::unique_ptr<measured>> threads;
   std::vector<urt::periodic_task> handles;
@@ -353,7 +498,6 @@ int run(options o) {
   for (;;) {
     try {
       rt = std::make_unique<urt::runtime>(ro);
-      break;
     } catch (const std::invalid_argument& e) {
       usage_error(flag_error(o, e.what()));
     } catch (const std::system_error& e) {
@@ -372,6 +516,31 @@ int run(options o) {
       std::fprintf(stderr, "urt-cyclictest: %s\n", flag_error(o, what).c_str());
       return 1;
     }
+    // --priospread without -p and -t without a number: the default priority
+    // (threads + 1) needs the worker count, and it makes the workers FIFO.
+    if (o.priospread && o.priority == 0 && o.threads < 0) {
+      std::vector<std::string> notes;
+      const std::string error = check_priospread(o, static_cast<unsigned>(rt->worker_count()), notes);
+      if (!error.empty()) {
+        rt->stop();
+        usage_error(error);
+      }
+      for (const std::string& n : notes) std::fprintf(stderr, "urt-cyclictest: %s\n", n.c_str());
+      if (o.runtime_options().policy != ro.policy && !fell_back) {
+        rt->stop();
+        rt.reset();
+        ro = o.runtime_options();
+        continue;
+      }
+    }
+    break;
+  }
+  if (o.load_tasks > 0 && o.load_priority > o.priority) {
+    std::fprintf(stderr,
+                 "urt-cyclictest: note: --load priority %d is above -p %d: a worker always runs "
+                 "its most urgent task first, so the measuring tasks starve while the load "
+                 "runs\n",
+                 o.load_priority, o.priority);
   }
 
   const std::size_t workers = rt->worker_count();
@@ -381,21 +550,37 @@ int run(options o) {
   // come before any histogram is allocated.
   std::string error = check_intervals(o, nthreads);
   if (error.empty()) error = check_histogram_memory(o, nthreads);
+  if (error.empty()) {
+    std::vector<std::string> notes;
+    error = check_priospread(o, nthreads, notes);
+  }
   if (!error.empty()) {
     rt->stop();
     usage_error(error);
   }
+  // cyclictest pins its main thread to -a's CPUs (the runtime accepted them).
+  if (!affinity_cpus.empty() && !pin_this_thread(affinity_cpus)) {
+    std::fprintf(stderr, "urt-cyclictest: WARN: Couldn't setaffinity in main thread: %s\n",
+                 std::strerror(errno));
+  }
   // With -h, latency_stats keeps a count and an overflow slot per bucket:
-  // what check_histogram_memory() counted.
+  // what check_histogram_memory() counted (with -N the counts are an array
+  // of their own, the 1 us buckets for the percentiles stay 10 ms).
   static_assert(histogram_bucket_bytes == 2 * sizeof(std::uint64_t));
   const std::size_t buckets = o.histogram_us != 0 ? o.histogram_us : default_buckets;
   // The 1 us buckets the percentiles count in (latencies above them are
   // kept by value): at least default_buckets, whatever -h.
-  const std::size_t exact_buckets = std::max(buckets, latency_stats::exact_buckets);
+  const std::size_t exact_buckets =
+      o.nsecs ? latency_stats::exact_buckets : std::max(buckets, latency_stats::exact_buckets);
   const std::size_t outliers = o.histogram_us != 0 ? o.histogram_us : 0;
+  ctl.breaktrace = static_cast<std::int64_t>(o.breaktrace);
+  ctl.spike = static_cast<std::int64_t>(o.spike);
+  if (o.spike != 0) ctl.spikes.resize(o.spike_nodes);
+  ctl.end_on_finish = o.refresh_on_max;
   threads.reserve(nthreads);
   for (unsigned i = 0; i < nthreads; ++i) {
-    threads.push_back(std::make_unique<measured>(buckets, outliers, o.loops));
+    threads.push_back(std::make_unique<measured>(i, buckets, outliers, o.unit(), o.loops, ctl,
+                                                 o.verbose));
   }
   handles.resize(nthreads);
 
@@ -423,28 +608,61 @@ int run(options o) {
   sigaction(SIGTERM, &sa, nullptr);
   pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
 
-  // As cyclictest: the first release is one interval after the start.
-  const urt::clock::time_point t0 = urt::clock::now();
+  // As cyclictest: thread n's first release is one interval after its
+  // start; the starts are now, or with -A now + n * USEC, or with
+  // --secaligned the next full second (the one after if less than 100 ms
+  // remain) + USEC. All in CLOCK_MONOTONIC ns: at most 2^40 us of interval
+  // and 1023 * 2^40 us of offsets, far inside the clock's range.
+  const urt::clock::time_point now = urt::clock::now();
+  urt::clock::time_point base = now;
+  if (o.align == align_mode::secaligned) {
+    const auto since = now.time_since_epoch();
+    auto whole = std::chrono::duration_cast<std::chrono::seconds>(since);
+    whole += since - whole > 900ms ? 2s : 1s;
+    base = urt::clock::time_point(whole) + std::chrono::microseconds{o.align_offset_us};
+  }
+  const auto start_of = [&](unsigned i) {
+    return o.align == align_mode::aligned
+               ? base + std::chrono::microseconds{o.align_offset_us} * i
+               : base;
+  };
+  std::vector<urt::clock::time_point> first_release(nthreads);
   for (unsigned i = 0; i < nthreads; ++i) {
     const std::chrono::nanoseconds period = std::chrono::microseconds{o.interval_of(i)};
+    first_release[i] = start_of(i) + period;
     // One series per worker: thread n on worker n (mod the workers), with or
     // without -a. A series never migrates, and the runtime places a spawn
     // when it is made, not at each release: series spawned back to back
     // from this thread would all land on the worker of this thread's CPU.
-    const urt::task_spec spec{.priority = o.priority,
-                              .affinity = urt::worker_set{static_cast<unsigned>(i % workers)},
+    const unsigned w = static_cast<unsigned>(i % workers);
+    const urt::task_spec spec{.priority = o.priority_of(i),
+                              .affinity = urt::worker_set{w},
                               .group = measuring_group};
+    if (o.verbose) {
+      if (!o.affinity_cpus.empty()) {
+        std::printf("Thread %u using cpu %u.\n", i, rt->topology().workers()[w].pu);
+      }
+      // cyclictest prints the interval after adding -d for the next thread.
+      std::printf("Thread %u Interval: %" PRIu64 "\n", i, o.interval_of(i + 1));
+    }
     measured* m = threads[i].get();
     urt::per_cid<std::uint64_t>* counts = cid_counts.get();
     handles[i] = rt->every(
         period, spec,
         [m, counts] {
-          const urt::clock::time_point now = urt::clock::now();
-          m->release(now, urt::this_task::release_time());
+          const urt::clock::time_point at = urt::clock::now();
+          m->release(at, urt::this_task::release_time());
           if (counts != nullptr) ++counts->local();  // after the sample: its cost shows next time
         },
-        t0 + period, o.overrun);
+        first_release[i], o.overrun);
     m->handle.store(&handles[i], std::memory_order_release);
+  }
+  // cyclictest pins its main thread after creating the measuring threads.
+  if (!o.main_affinity.empty() && !pin_this_thread(o.main_affinity_cpus)) {
+    std::fprintf(stderr,
+                 "urt-cyclictest: WARN: --mainaffinity: '%s': Couldn't setaffinity in main "
+                 "thread: %s\n",
+                 o.main_affinity.c_str(), std::strerror(errno));
   }
 
   const auto report_of = [&](unsigned i) {
@@ -452,7 +670,7 @@ int run(options o) {
     thread_report t;
     t.index = i;
     t.tid = m.tid.load(std::memory_order_relaxed);
-    t.priority = o.priority;
+    t.priority = o.priority_of(i);
     t.interval_us = o.interval_of(i);
     const int w = m.worker.load(std::memory_order_relaxed);
     if (w >= 0) {
@@ -460,15 +678,21 @@ int run(options o) {
       t.cpu = static_cast<int>(place.pu);
       t.node = static_cast<int>(place.numa);
     }
+    t.first_release_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             first_release[i].time_since_epoch())
+                             .count();
     t.stats = &m.stats;
     return t;
   };
-  // cyclictest writes "POLICY/other" when its threads run SCHED_OTHER at
-  // priority 0 (force_sched_other: "other/other" for -p 0, its default) and
-  // a real-time policy alone; urt adds "fifo/other" for FIFO refused.
+  // cyclictest writes "POLICY/other" when a thread runs SCHED_OTHER at
+  // priority 0 (force_sched_other: "other/other" for -p 0, its default,
+  // "fifo/other" when --priospread reaches 0) and a real-time policy
+  // alone; urt adds "fifo/other" for FIFO refused.
+  const bool some_at_0 = o.priospread && o.priority_of(nthreads - 1) == 0;
   const std::string policy_line =
       std::string("policy: ").append(
-          fell_back ? std::string_view("fifo/other")
+          fell_back || (ro.policy == urt::worker_policy::fifo && some_at_0)
+              ? std::string_view("fifo/other")
           : ro.policy == urt::worker_policy::other ? std::string_view("other/other")
                                                    : name_of(policy_spellings, ro.policy));
   const auto print_status = [&] {
@@ -478,25 +702,71 @@ int run(options o) {
     }
     std::fflush(stdout);
   };
+  std::vector<verbose_reader> readers(o.verbose ? nthreads : 0);
+  const auto print_samples = [&] {
+    std::string out;
+    for (unsigned i = 0; i < readers.size(); ++i) take_samples(*threads[i], readers[i], o.oscope, out);
+    std::fputs(out.c_str(), stdout);
+  };
 
-  // The main loop: cyclictest's 10 ms refresh, also when quiet. As
+  // The main loop, as cyclictest's: a frame every 10 ms (none with -q or
+  // -v; -v prints the new samples instead), until shutdown (a signal, -b,
+  // -D), or until a thread has done its -l loops (cyclictest's
+  // "allstopped": thread 0 first, its interval being the shortest). As
   // cyclictest, the first frame comes before the first release, with its
-  // placeholders (tid 0, C: 0, Min:1000000).
-  const auto deadline =
-      o.duration_s != 0 ? t0 + std::chrono::seconds{o.duration_s} : urt::clock::time_point::max();
-  bool printed = false;
-  for (;;) {
-    if (!o.quiet) {
-      if (printed) std::printf("\033[%uA", nthreads + 2);
-      print_status();
-      printed = true;
+  // placeholders (tid 0, C: 0, Min:1000000). -M: after a frame, wait for a
+  // new max (polled every 10 ms) before the next.
+  const auto deadline = o.duration_s != 0 ? start_of(0) + std::chrono::seconds{o.duration_s}
+                                           : urt::clock::time_point::max();
+  const auto stopping = [&] {
+    return g_signalled != 0 || ctl.shutdown.load(std::memory_order_acquire) ||
+           urt::clock::now() >= deadline;
+  };
+  const auto one_done = [&] {
+    if (o.loops == 0) return false;
+    for (const auto& m : threads) {
+      if (m->stats.cycles() >= o.loops) return true;
     }
+    return false;
+  };
+  const auto sleep_a_tick = [&] {
     std::this_thread::sleep_until(std::min(urt::clock::now() + 10ms, deadline));
-    bool all_done = o.loops != 0;
-    for (const auto& m : threads) all_done = all_done && m->stats.cycles() >= o.loops;
-    if (all_done || g_signalled != 0 || urt::clock::now() >= deadline) break;
+  };
+  const bool frames = !o.quiet && !o.verbose;
+  while (!stopping()) {  // cyclictest's "while (!shutdown)"
+    if (frames) print_status();
+    if (o.verbose) print_samples();
+    const bool all_stopped = one_done();
+    sleep_a_tick();
+    if (stopping() || all_stopped) break;
+    if (frames) {
+      std::printf("\033[%uA", nthreads + 2);
+      std::fflush(stdout);
+    }
+    if (o.refresh_on_max) {
+      std::vector<std::int64_t> maxes;
+      for (const auto& m : threads) maxes.push_back(m->stats.cycles() == 0 ? -1 : m->stats.max_ns());
+      const auto new_max = [&] {
+        for (unsigned i = 0; i < nthreads; ++i) {
+          const latency_stats& st = threads[i]->stats;
+          if (st.cycles() != 0 && st.max_ns() > maxes[i]) return true;
+        }
+        return false;
+      };
+      while (!stopping() && !new_max()) sleep_a_tick();
+    }
   }
 
+  // cyclictest's end: shutdown, 50 ms for the threads to take the sample
+  // they were waiting for, then they are stopped.
+  ctl.shutdown.store(true, std::memory_order_release);
+  const auto grace_end = urt::clock::now() + 50ms;
+  for (;;) {
+    bool all_finished = true;
+    for (const auto& m : threads) all_finished = all_finished && m->finished.load(std::memory_order_acquire);
+    if (all_finished || urt::clock::now() >= grace_end) break;
+    std::this_thread::sleep_for(1ms);
+  }
   load.running.store(false, std::memory_order_relaxed);
   for (auto& h : handles) h.cancel();
   rt->stop();  // drains: the last releases and load tasks finish, workers join
@@ -504,23 +774,56 @@ int run(options o) {
 
   std::vector<thread_report> reports;
   for (unsigned i = 0; i < nthreads; ++i) reports.push_back(report_of(i));
-  if (!o.quiet) std::printf("\033[%uA", nthreads + 2);
-  if (!o.quiet) print_status();
+  if (frames && o.refresh_on_max) {
+    // cyclictest -M: the cursor back below the frame; no frame after it.
+    std::printf("\033[%uB", nthreads + 2);
+  } else if (frames) {
+    // urt's last frame is the result.
+    std::printf("\033[%uA", nthreads + 2);
+    print_status();
+  }
+  if (o.verbose) {
+    // Every sample (cyclictest's main thread drops those of its last 60 ms).
+    print_samples();
+    std::fflush(stdout);
+    for (unsigned i = 0; i < readers.size(); ++i) {
+      if (readers[i].lost != 0) {
+        std::fprintf(stderr,
+                     "urt-cyclictest: -v/--verbose: thread %u: %llu samples were overwritten "
+                     "before they were printed (more than %zu behind)\n",
+                     i, static_cast<unsigned long long>(readers[i].lost), verbose_ring);
+      }
+    }
+  }
   // cyclictest's -q summary: the status lines, none when -h dumps a histogram.
   if (o.quiet && o.histogram_us == 0) {
     for (const auto& t : reports) std::printf("%s\n", format_status_line(t).c_str());
+  }
+  if (o.spike != 0) {
+    const std::uint64_t seen = ctl.spike_count.load(std::memory_order_relaxed);
+    const std::vector<spike_record> kept(
+        ctl.spikes.begin(),
+        ctl.spikes.begin() + static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(seen, ctl.spikes.size())));
+    std::fputs(format_spikes(kept, seen).c_str(), stdout);
   }
   std::fflush(stdout);
 
   int rc = 0;
   if (o.histogram_us != 0) {
-    const std::string hist = format_histogram(reports, o.histogram_us);
+    const std::string hist = format_histogram(reports, o.histogram_us, o.histofall);
     if (o.histfile.empty()) {
       std::fputs(hist.c_str(), stdout);
     } else if (!write_and_close(std::move(histfile), hist)) {
       std::fprintf(stderr, "urt-cyclictest: --histfile: cannot write '%s'\n", o.histfile.c_str());
       rc = 1;
     }
+  }
+  if (o.breaktrace != 0) {
+    std::fputs(format_break(reports, ctl.break_tid.load(std::memory_order_relaxed),
+                            ctl.break_value.load(std::memory_order_relaxed),
+                            ctl.broke.load(std::memory_order_relaxed))
+                   .c_str(),
+               stdout);
   }
   if (o.urt_summary) {
     // urt's additions, after all of cyclictest's output.

@@ -7,7 +7,10 @@
 #include <chrono>
 #include <limits>
 #include <set>
+#include <stdexcept>
 #include <system_error>
+
+#include "urt/worker_set.hpp"
 
 namespace urt_cyclictest {
 
@@ -244,52 +247,21 @@ std::string bad(int c, std::string_view value, std::string_view why) {
 // the flags it takes.
 std::string_view unsupported_reason(int c) {
   switch (c) {
-    case 'A':
-      return "aligning every thread's wake-ups to a common offset is not implemented (each "
-             "series is released from its own start)";
-    case 'b':
-      return "sending a break trace command is ftrace tracing of the kernel tool; urt-cyclictest "
-             "does not stop at a latency threshold";
     case 'c':
       return "urt's releases are on CLOCK_MONOTONIC only (-c 0)";
-    case 'H':
-      return "the summary column over all threads is not implemented (-h US gives the "
-             "histogram)";
-    case opt_mainaffinity:
-      return "the main thread only waits for the run's end; pinning it is not implemented";
-    case 'M':
-      return "the live frames are refreshed at a fixed rate; delaying them until a new max is "
-             "not implemented";
-    case 'N':
-      return "reporting in ns is not implemented (urt-cyclictest reports in us)";
-    case 'o':
-      return "oscilloscope mode reduces -v/--verbose output, which urt-cyclictest does not "
-             "write";
-    case opt_priospread:
-      return "every series runs at the one -p priority; spreading priorities is not "
-             "implemented";
     case 'r':
       return "urt releases its periodic tasks at absolute times (an absolute timerfd on "
              "CLOCK_MONOTONIC); there is no relative timer";
     case 'R':
       return "checking the clock_gettime() resolution is not implemented";
-    case opt_secaligned:
-      return "aligning the thread wake-ups to the next full second is not implemented";
     case 's':
       return "sys_nanosleep and sys_setitimer are the kernel tool's timers; urt's workers wait "
              "on the runtime's timerfd";
     case opt_smi:
       return "SMI counting reads an Intel MSR from the kernel tool's threads; urt-cyclictest "
              "does not count SMIs";
-    case opt_spike:
-    case opt_spike_nodes:
-      return "recording every spike above a trigger is not implemented";
     case opt_tracemark:
       return "writing a trace mark when -b is exceeded is ftrace tracing of the kernel tool";
-    case 'u':
-      return "forcing unbuffered output is not implemented";
-    case 'v':
-      return "the per-sample n:c:v output is not implemented";
     case opt_dbg_cyclictest:
       return "it prints the kernel tool's own debugging information; urt-cyclictest has none";
     case 'x':
@@ -513,6 +485,9 @@ parse_result parse_options(int argc, char** argv) {
   // -S/--smp: -t after it and -a anywhere are ignored, as in cyclictest.
   bool smp = false;
   bool affinity_seen = false;
+  // -A and --secaligned: cyclictest refuses both together.
+  bool aligned_seen = false;
+  bool secaligned_seen = false;
 
   optind = 0;  // GNU: full re-initialisation
   opterr = 0;
@@ -574,6 +549,8 @@ parse_result parse_options(int argc, char** argv) {
         if (value != nullptr) {
           o.affinity_cpus = value;
           if (o.affinity_cpus.empty()) err = bad(c, value, "is an empty cpulist");
+          // cyclictest says "Using N cpus." at once when -v came before.
+          if (o.verbose) o.verbose_echo_affinity = true;
         }
         break;
       }
@@ -646,6 +623,76 @@ parse_result parse_options(int argc, char** argv) {
           number(c, value, 1, max_threads, o.threads, err);
         } else {
           o.threads = -1;  // one per worker, i.e. per CPU the workers may use
+        }
+        break;
+      }
+      case 'N':
+        o.nsecs = true;
+        break;
+      case 'b':
+        // cyclictest: -b 0 (atoi) never breaks.
+        number(c, arg, std::uint64_t{0}, max_threshold, o.breaktrace, err);
+        break;
+      case 'H':
+        // cyclictest: -H US is -h US with the summary column.
+        if (number(c, arg, std::uint64_t{1}, histogram_max_us, o.histogram_us, err)) {
+          o.histofall = true;
+        }
+        break;
+      case 'v':
+        o.verbose = true;
+        break;
+      case 'o':
+        number(c, arg, std::uint64_t{1}, max_threshold, o.oscope, err);
+        break;
+      case 'u':
+        o.unbuffered = true;
+        break;
+      case 'M':
+        o.refresh_on_max = true;
+        break;
+      case opt_priospread:
+        o.priospread = true;
+        break;
+      case 'A':
+      case opt_secaligned: {
+        // An optional USEC, attached or (as cyclictest reads it) apart.
+        const char* value = optarg != nullptr ? optarg : detached_value(all_digits);
+        if (c == 'A') {
+          aligned_seen = true;
+        } else {
+          secaligned_seen = true;
+        }
+        o.align = c == 'A' ? align_mode::aligned : align_mode::secaligned;
+        o.align_offset_us = 0;
+        if (value != nullptr) number(c, value, std::uint64_t{0}, max_us, o.align_offset_us, err);
+        break;
+      }
+      case opt_mainaffinity:
+        try {
+          o.main_affinity_cpus = urt::parse_cpulist(arg, "--mainaffinity", max_cpu_index);
+          o.main_affinity = arg;
+        } catch (const std::invalid_argument& e) {
+          // urt's cpulist message, "FIELD: \"TEXT\" is not a cpulist (why)...",
+          // from its verdict on.
+          const std::string what = e.what();
+          const std::size_t at = what.find(" is not a cpulist");
+          err = bad(c, arg, at != std::string::npos ? what.substr(at + 1) : what);
+        }
+        break;
+      case opt_spike:
+        number(c, arg, std::uint64_t{0}, max_threshold, o.spike, err);
+        break;
+      case opt_spike_nodes: {
+        std::uint64_t v = 0;
+        if (!number(c, arg, std::uint64_t{0}, max_spike_nodes, v, err)) break;
+        if (o.spike == 0) {
+          // cyclictest: "if (trigger) trigger_list_size = atoi(optarg)".
+          r.warnings.push_back(bad(c, arg,
+                                   "is ignored without a --spike before it, as cyclictest "
+                                   "ignores it (the default, 1024 spikes, holds)"));
+        } else {
+          o.spike_nodes = v;
         }
         break;
       }
@@ -801,12 +848,51 @@ parse_result parse_options(int argc, char** argv) {
               "has a runtime of 0, which under --throttle strict would never run a FIFO task");
     return r;
   }
+  if (aligned_seen && secaligned_seen) {
+    err = "-A/--aligned and --secaligned: only one of them may be given, as in cyclictest";
+    return r;
+  }
+  // cyclictest: "-o option only meaningful, if verbose", and it exits.
+  if (o.oscope > 1 && !o.verbose) {
+    err = bad('o', std::to_string(o.oscope),
+              "needs -v/--verbose, as in cyclictest (it reduces the per-sample output)");
+    return r;
+  }
   // -t without a number: main checks once the worker count is known.
   if (o.threads > 0) {
     err = check_intervals(o, static_cast<unsigned>(o.threads));
     if (err.empty()) err = check_histogram_memory(o, static_cast<unsigned>(o.threads));
+    if (err.empty()) err = check_priospread(o, static_cast<unsigned>(o.threads), r.warnings);
   }
   return r;
+}
+
+std::string check_priospread(options& o, unsigned threads, std::vector<std::string>& warnings) {
+  if (!o.priospread || threads == 0) return {};
+  const std::string n = std::to_string(threads);
+  const std::string count = o.threads < 0 ? "(one per worker: " + n + ")" : "'" + n + "'";
+  if (o.priority == 0) {
+    // cyclictest: "defaulting realtime priority to %d" (threads + 1), and
+    // a priority means SCHED_FIFO.
+    if (threads >= static_cast<unsigned>(urt::priority_max)) {
+      return "--priospread: without -p/--priority the first thread's priority would be -t/--threads " +
+             count + " + 1 = " + std::to_string(std::uint64_t{threads} + 1) +
+             ", above the maximum of " + std::to_string(urt::priority_max) +
+             " (cyclictest's default); give -p";
+    }
+    o.priority = static_cast<int>(threads) + 1;
+    if (o.policy == urt::worker_policy::other) o.policy.reset();  // a priority means FIFO
+    warnings.push_back("--priospread: no -p/--priority: defaulting realtime priority to " +
+                       std::to_string(o.priority) +
+                       " (threads + 1) and the policy to SCHED_FIFO, as cyclictest does");
+    return {};
+  }
+  if (threads - 1 <= static_cast<unsigned>(o.priority)) return {};
+  return "--priospread: -p/--priority '" + std::to_string(o.priority) + "' with -t/--threads " +
+         count + " gives thread " + std::to_string(threads - 1) + " the priority " +
+         std::to_string(o.priority) + " - " + std::to_string(threads - 1) +
+         ", below 0 (cyclictest fails there): at least -p " + std::to_string(threads - 1) +
+         " for " + n + " threads";
 }
 
 std::string check_histogram_memory(const options& o, unsigned threads) {
@@ -922,6 +1008,11 @@ std::string usage(std::string_view program) {
          "-a [CPULIST] --affinity[=CPULIST]  pin thread N to worker N (urt always does:\n"
          "                          a series never migrates); with a cpulist, run the\n"
          "                          workers only on those CPUs (runtime_options::cpus)\n"
+         "                          and, as cyclictest, the main thread too\n"
+         "-A [USEC] --aligned[=USEC] align the wake-ups: thread N starts at the\n"
+         "                          run's start + N * USEC (default 0)\n"
+         "-b USEC  --breaktrace=USEC stop the run once a latency exceeds USEC (in ns\n"
+         "                          with -N) and print the '# Break thread/value' lines\n"
          "-c 0     --clock=0        CLOCK_MONOTONIC, urt's only clock\n"
          "         --default-system as --laptop: /dev/cpu_dma_latency is left alone\n"
          "-d DIST  --distance=DIST  distance of thread intervals in us, default=500\n"
@@ -934,6 +1025,7 @@ std::string usage(std::string_view program) {
          "                          interval); the\n"
          "                          histograms, threads x US x 16 bytes, may take at\n"
          "                          most 1 GiB (e.g. -t 64 -h 1000000, -t 1024 -h 65536)\n"
+         "-H US    --histofall=US   as -h, with a summary column over all threads\n"
          "         --histfile=PATH  write the histogram to PATH instead of stdout\n"
          "-i INTV  --interval=INTV  base interval of thread in us, default=1000\n"
          "         --json=FILE      write final results into FILE, JSON formatted\n"
@@ -942,18 +1034,34 @@ std::string usage(std::string_view program) {
          "         --latency=US     PM QoS target held in /dev/cpu_dma_latency while\n"
          "                          running, 0..2000000000, default 0 (keeps CPUs out\n"
          "                          of deep C-states, as cyclictest does)\n"
-         "-l LOOPS --loops=LOOPS    number of loops: default=0 (endless)\n"
+         "-l LOOPS --loops=LOOPS    number of loops: default=0 (endless); as in\n"
+         "                          cyclictest, the run ends, for every thread, once\n"
+         "                          one thread (thread 0: its interval is the shortest)\n"
+         "                          has done its loops\n"
+         "         --mainaffinity=CPULIST  run the main (printing) thread on these CPUs\n"
          "-m       --mlockall       lock current and future memory allocations\n"
+         "-M       --refresh_on_max delay updating the screen until a new max latency\n"
+         "-N       --nsecs          print results in ns instead of us (stdout, histogram\n"
+         "                          buckets, JSON; -b and --spike compare in ns too)\n"
+         "-o RED   --oscope=RED     with -v: print only the max of every RED samples\n"
          "-p PRIO  --priority=PRIO  task priority 0..99, default 0; PRIO > 0 also runs\n"
          "                          the workers SCHED_FIFO at PRIO, like cyclictest's\n"
          "                          threads (falls back to SCHED_OTHER when refused),\n"
          "                          also with --policy=other, as cyclictest\n"
+         "         --priospread     thread N at task priority PRIO - N (without -p,\n"
+         "                          PRIO = threads + 1)\n"
          "-q       --quiet          print a summary only on exit\n"
+         "         --secaligned [USEC]  align the wake-ups to the next full second + USEC\n"
          "-S       --smp            -t -a with one priority for every series, as in\n"
          "                          cyclictest (a -t after it, or any -a, is ignored)\n"
          "-t [NUM] --threads[=NUM]  number of measuring tasks, 1..1024 (one periodic task\n"
          "                          each); without NUM, or -t 0, one per worker (one per\n"
          "                          CPU the workers may use); without -t 1\n"
+         "         --spike=TRIGGER  record every latency above TRIGGER (us; ns with -N)\n"
+         "         --spike-nodes=N  keep at most N of them (default 1024; after --spike)\n"
+         "-u       --unbuffered     force unbuffered output for live processing\n"
+         "-v       --verbose        output every value on stdout, 'n:c:v' (n = thread,\n"
+         "                          c = count, v = value in us, ns with -N)\n"
          "\n"
          "urt's options:\n"
          "         --topology=system|synthetic:DESCRIPTION|xml:PATH  default system\n"
@@ -1004,10 +1112,9 @@ std::string usage(std::string_view program) {
          "                          lines; the JSON has them always, under \"urt\"\n"
          "         --help           print this text and exit\n"
          "\n"
-         "Long options are taken only in full. cyclictest's other flags (-A, -b, -c 1,\n"
-         "-F, -H, -M, -N, -o, -r, -R, -s, -u, -v, -x, --mainaffinity, --priospread,\n"
-         "--secaligned, --smi, --spike, --spike-nodes, --tracemark, --dbg_cyclictest)\n"
-         "are rejected, each with the reason it has no meaning for urt.\n"
+         "Long options are taken only in full. cyclictest's other flags (-c 1, -F, -r,\n"
+         "-R, -s, -x, --smi, --tracemark, --dbg_cyclictest) are rejected, each with\n"
+         "the reason it has no meaning for urt.\n"
          "Bad options, and --json or --histfile paths that cannot be opened for\n"
          "writing, exit with status 2 before the run. SIGINT/SIGTERM end the run;\n"
          "the summary, histogram and JSON are still written.\n";

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stats.hpp"
 #include "urt/runtime.hpp"
 
 namespace urt_cyclictest {
@@ -48,6 +49,20 @@ inline constexpr std::uint64_t max_bandwidth_period_us =
     static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                    urt::bandwidth_options::max_period)
                                    .count());
+
+/// Largest -b/--breaktrace and --spike threshold and -o/--oscope reduction:
+/// cyclictest keeps each in an int.
+inline constexpr std::uint64_t max_threshold = 2147483647;
+/// Largest --spike-nodes: spikes kept for the report (24 bytes each, all
+/// allocated before the run: 24 MiB); cyclictest's default is 1024.
+inline constexpr std::uint64_t max_spike_nodes = std::uint64_t{1} << 20;
+/// Largest CPU number --mainaffinity may name (the kernel's NR_CPUS is at
+/// most 8192).
+inline constexpr unsigned max_cpu_index = 65535;
+/// -v keeps each thread's latest samples in a ring this long for the main
+/// thread to print (cyclictest's VALBUF_SIZE); samples overwritten before
+/// they were printed are counted and said on stderr.
+inline constexpr std::size_t verbose_ring = 16384;
 
 /// How an enum value is spelled on the command line and in the JSON: one
 /// table per enum flag serves both the parser and the printers.
@@ -91,6 +106,13 @@ constexpr std::string_view name_of(const spelling<E> (&table)[N], E value) noexc
   return "?";
 }
 
+/// -A/--aligned and --secaligned: where the threads' wake-ups start.
+enum class align_mode {
+  none,        ///< all at the run's start (urt releases every series from one start)
+  aligned,     ///< -A USEC: thread n starts at the run's start + n * USEC
+  secaligned,  ///< --secaligned [USEC]: all at the next full second + USEC
+};
+
 struct options {
   // --- cyclictest's flags (same letters, same meanings) ---
   int threads = 1;                   ///< -t: 1..max_threads; -1 = one per worker
@@ -113,6 +135,26 @@ struct options {
   /// --latency: the PM QoS target written into /dev/cpu_dma_latency (and
   /// held while the run lasts), in us; cyclictest's default 0.
   std::int32_t latency_target_us = 0;
+  bool nsecs = false;                 ///< -N: latencies in ns (stdout, histogram, JSON)
+  /// -b: end the run once a latency exceeds this, in the reported unit (ns
+  /// with -N, as cyclictest compares it); 0 = never.
+  std::uint64_t breaktrace = 0;
+  bool histofall = false;             ///< -H: -h plus a summary column over all threads
+  bool verbose = false;               ///< -v: every sample as "n:c:v"
+  /// -v came before -a CPULIST: cyclictest then says "Using N cpus." while
+  /// still parsing, before its "Max CPUs" line (and again after it).
+  bool verbose_echo_affinity = false;
+  std::uint64_t oscope = 1;           ///< -o: -v prints the max of every RED samples
+  bool unbuffered = false;            ///< -u: stdout unbuffered
+  bool refresh_on_max = false;        ///< -M: a live frame only after a new max
+  bool priospread = false;            ///< --priospread: thread n at -p minus n
+  align_mode align = align_mode::none;  ///< -A / --secaligned
+  std::uint64_t align_offset_us = 0;  ///< their USEC
+  std::string main_affinity;          ///< --mainaffinity as given (empty: not given)
+  std::vector<unsigned> main_affinity_cpus;  ///< ...its CPUs
+  /// --spike: record every latency above this (reported unit); 0 = off.
+  std::uint64_t spike = 0;
+  std::uint64_t spike_nodes = 1024;   ///< --spike-nodes: spikes kept for the report
   // --- urt's own ---
   urt::topology_source topology = urt::topology_source::system();
   std::string topology_text = "system";       ///< --topology as given
@@ -145,6 +187,15 @@ struct options {
   /// interval when a histogram is kept (-h), else interval + n * distance.
   [[nodiscard]] std::uint64_t interval_of(unsigned n) const noexcept {
     return histogram_us != 0 ? interval_us : interval_us + n * distance_us;
+  }
+  /// Task priority of measuring thread n: -p, or with --priospread -p - n
+  /// (check_priospread() keeps it at 0 or more).
+  [[nodiscard]] int priority_of(unsigned n) const noexcept {
+    return priospread ? priority - static_cast<int>(n) : priority;
+  }
+  /// The unit latencies are reported in (-N: ns).
+  [[nodiscard]] latency_unit unit() const noexcept {
+    return nsecs ? latency_unit::ns : latency_unit::us;
   }
   /// The worker policy to ask for: --policy, else fifo when -p > 0 (as
   /// cyclictest uses SCHED_FIFO for -p > 0), else other.
@@ -187,6 +238,13 @@ std::string check_intervals(const options& o, unsigned threads);
 /// a message naming -h/--histogram and -t/--threads and their values.
 /// Overflow-free for any count.
 std::string check_histogram_memory(const options& o, unsigned threads);
+
+/// --priospread with `threads` measuring threads: without -p, cyclictest's
+/// default priority threads + 1 (set in `o`, said in `warnings`); empty when
+/// every thread's priority, -p - n, is in 0..99, else a message naming
+/// --priospread, -p/--priority and -t/--threads and their values.
+/// Overflow-free for any count.
+std::string check_priospread(options& o, unsigned threads, std::vector<std::string>& warnings);
 
 /// The usage text (--help).
 std::string usage(std::string_view program = "urt-cyclictest");

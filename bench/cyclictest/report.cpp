@@ -2,6 +2,7 @@
 
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
@@ -19,7 +20,8 @@ std::string printf_string(const char* fmt, Args... args) {
   return s;
 }
 
-long avg_whole_us(const latency_stats& s) { return static_cast<long>(s.avg_us()); }
+// cyclictest's "(long)(stat->avg / stat->cycles)", in the reported unit.
+long avg_whole(const latency_stats& s) { return static_cast<long>(s.avg_value()); }
 
 }  // namespace
 
@@ -32,11 +34,43 @@ std::string format_status_line(const thread_report& t) {
   // mix the placeholders with figures.
   const std::uint64_t cycles = s.cycles();
   const bool none = cycles == 0;
-  return printf_string(
-      "T:%2u (%5d) P:%2d I:%" PRIu64 " C:%7" PRIu64 " Min:%7ld Act:%5ld Avg:%5ld Max:%8ld", t.index,
-      t.tid, t.priority, t.interval_us, cycles, none ? no_min_yet : static_cast<long>(s.min_us()),
-      none ? 0L : static_cast<long>(s.act_us()), none ? 0L : avg_whole_us(s),
-      none ? 0L : static_cast<long>(s.max_us()));
+  // cyclictest widens Act: and Avg: with -N.
+  const char* fmt = s.unit() == latency_unit::ns
+                        ? "T:%2u (%5d) P:%2d I:%" PRIu64 " C:%7" PRIu64
+                          " Min:%7ld Act:%8ld Avg:%8ld Max:%8ld"
+                        : "T:%2u (%5d) P:%2d I:%" PRIu64 " C:%7" PRIu64
+                          " Min:%7ld Act:%5ld Avg:%5ld Max:%8ld";
+  return printf_string(fmt, t.index, t.tid, t.priority, t.interval_us, cycles,
+                       none ? no_min_yet : static_cast<long>(s.min_value()),
+                       none ? 0L : static_cast<long>(s.act_value()), none ? 0L : avg_whole(s),
+                       none ? 0L : static_cast<long>(s.max_value()));
+}
+
+std::string format_verbose_line(unsigned thread, std::uint64_t cycle, std::int64_t value) {
+  return printf_string("%8u:%8" PRIu64 ":%8ld\n", thread, cycle, static_cast<long>(value));
+}
+
+std::string format_spikes(const std::vector<spike_record>& kept, std::uint64_t total) {
+  if (kept.empty()) return {};  // cyclictest: "if (current == head) return;"
+  std::string out = "\n";
+  for (const spike_record& r : kept) {
+    out += printf_string("T:%2u Spike:%8ld: TS: %12ld\n", r.thread, static_cast<long>(r.value),
+                         static_cast<long>(r.time_us));
+  }
+  out += printf_string("spikes = %" PRIu64 "\n\n", total);
+  return out;
+}
+
+std::string format_break(const std::vector<thread_report>& threads, int break_tid,
+                         std::int64_t break_value, bool broke) {
+  std::string out = "# Thread Ids:";
+  for (const thread_report& t : threads) out += printf_string(" %05d", t.tid);
+  out += '\n';
+  if (broke) {
+    out += printf_string("# Break thread: %d\n", break_tid);
+    out += printf_string("# Break value: %ld\n", static_cast<long>(break_value));
+  }
+  return out;
 }
 
 std::string format_percentile_line(const thread_report& t) {
@@ -46,33 +80,54 @@ std::string format_percentile_line(const thread_report& t) {
       static_cast<long>(s.percentile_us(0.99)), static_cast<long>(s.percentile_us(0.999)));
 }
 
-std::string format_histogram(const std::vector<thread_report>& threads, std::uint64_t buckets) {
+std::string format_histogram(const std::vector<thread_report>& threads, std::uint64_t buckets,
+                             bool histofall) {
   std::string out = "# Histogram\n";
   const std::size_t n = threads.size();
+  // cyclictest: the summary column only for more than one thread.
+  const bool all = histofall && n > 1;
   std::vector<std::uint64_t> totals(n, 0);
+  std::uint64_t all_total = 0;
   for (std::uint64_t b = 0; b < buckets; ++b) {
     out += printf_string("%06" PRIu64 " ", b);
+    std::uint64_t all_threads = 0;
     for (std::size_t j = 0; j < n; ++j) {
       const auto h = threads[j].stats->histogram();
       const std::uint64_t c = b < h.size() ? h[b] : 0;
       out += printf_string("%06" PRIu64, c);
       if (j + 1 < n) out += '\t';
       totals[j] += c;
+      all_threads += c;
+    }
+    if (all) {
+      out += printf_string("\t%06" PRIu64, all_threads);
+      all_total += all_threads;
     }
     out += '\n';
   }
   out += "# Total:";
   for (const std::uint64_t t : totals) out += printf_string(" %09" PRIu64, t);
+  if (all) out += printf_string(" %09" PRIu64, all_total);
   out += "\n# Min Latencies:";
   for (const auto& t : threads)
-    out += printf_string(" %05ld", static_cast<long>(t.stats->min_us()));
+    out += printf_string(" %05ld", static_cast<long>(t.stats->min_value()));
   out += "\n# Avg Latencies:";
-  for (const auto& t : threads) out += printf_string(" %05ld", avg_whole_us(*t.stats));
+  for (const auto& t : threads) out += printf_string(" %05ld", avg_whole(*t.stats));
   out += "\n# Max Latencies:";
-  for (const auto& t : threads)
-    out += printf_string(" %05ld", static_cast<long>(t.stats->max_us()));
+  long max_max = 0;
+  for (const auto& t : threads) {
+    const long m = static_cast<long>(t.stats->max_value());
+    out += printf_string(" %05ld", m);
+    max_max = std::max(max_max, m);
+  }
+  if (all) out += printf_string(" %05ld", max_max);
   out += "\n# Histogram Overflows:";
-  for (const auto& t : threads) out += printf_string(" %05" PRIu64, t.stats->overflows());
+  std::uint64_t all_overflows = 0;
+  for (const auto& t : threads) {
+    out += printf_string(" %05" PRIu64, t.stats->overflows());
+    all_overflows += t.stats->overflows();
+  }
+  if (all) out += printf_string(" %05" PRIu64, all_overflows);
   out += "\n# Histogram Overflow at cycle number:\n";
   for (std::size_t j = 0; j < n; ++j) {
     const latency_stats& s = *threads[j].stats;
@@ -152,7 +207,9 @@ std::string format_json(const json_header& header, const std::vector<thread_repo
   out += "    \"realtime\": " + std::to_string(realtime) + "\n";
   out += "  },\n";
   out += "  \"num_threads\": " + std::to_string(threads.size()) + ",\n";
-  out += "  \"resolution_in_ns\": 0,\n";
+  // cyclictest writes its use_nsecs flag here: 1 with -N, else 0.
+  const bool ns = !threads.empty() && threads.front().stats->unit() == latency_unit::ns;
+  out += std::string("  \"resolution_in_ns\": ") + (ns ? "1" : "0") + ",\n";
   out += "  \"thread\": {\n";
   for (std::size_t i = 0; i < threads.size(); ++i) {
     const thread_report& t = threads[i];
@@ -172,9 +229,9 @@ std::string format_json(const json_header& header, const std::vector<thread_repo
     if (comma) out += "\n";
     out += "      },\n";
     out += printf_string("      \"cycles\": %" PRIu64 ",\n", s.cycles());
-    out += printf_string("      \"min\": %ld,\n", static_cast<long>(s.min_us()));
-    out += printf_string("      \"max\": %ld,\n", static_cast<long>(s.max_us()));
-    out += printf_string("      \"avg\": %.2f,\n", s.avg_us());
+    out += printf_string("      \"min\": %ld,\n", static_cast<long>(s.min_value()));
+    out += printf_string("      \"max\": %ld,\n", static_cast<long>(s.max_value()));
+    out += printf_string("      \"avg\": %.2f,\n", s.avg_value());
     out += printf_string("      \"cpu\": %d,\n", t.cpu);
     out += printf_string("      \"node\": %d\n", t.node);
     out += i + 1 == threads.size() ? "    }\n" : "    },\n";
@@ -195,7 +252,8 @@ std::string format_json(const json_header& header, const std::vector<thread_repo
     out += printf_string("\"min_ns\": %ld, ", static_cast<long>(s.min_ns()));
     out += printf_string("\"max_ns\": %ld, ", static_cast<long>(s.max_ns()));
     out += printf_string("\"avg_ns\": %.1f, ", s.avg_ns());
-    out += printf_string("\"tid\": %d}", t.tid);
+    out += printf_string("\"tid\": %d, ", t.tid);
+    out += printf_string("\"first_release_ns\": %ld}", static_cast<long>(t.first_release_ns));
   }
   if (!threads.empty()) out += "\n    ";
   out += "}";

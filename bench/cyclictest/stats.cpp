@@ -44,9 +44,12 @@ std::int64_t percentile_us(std::span<const std::uint64_t> histogram, std::uint64
                        q);
 }
 
-latency_stats::latency_stats(std::size_t buckets, std::size_t max_overflow_cycles)
+latency_stats::latency_stats(std::size_t buckets, std::size_t max_overflow_cycles,
+                             latency_unit unit)
     : buckets_(buckets),
-      exact_(std::max(buckets, exact_buckets), 0),
+      unit_(unit),
+      exact_(unit == latency_unit::ns ? exact_buckets : std::max(buckets, exact_buckets), 0),
+      ns_hist_(unit == latency_unit::ns ? buckets : 0, 0),
       overflow_cycles_(max_overflow_cycles, 0),
       table_(overflow_slots) {}
 
@@ -65,9 +68,16 @@ void latency_stats::record(std::int64_t latency_ns) noexcept {
   // A negative latency cannot happen (a release never starts early); count
   // it in bucket 0 rather than index out of range if a clock ever misbehaves.
   const std::uint64_t bucket = us < 0 ? 0 : static_cast<std::uint64_t>(us);
-  if (bucket >= buckets_) {
+  // cyclictest's histogram, in the reported unit (the 1 us buckets below
+  // are it in us).
+  const std::uint64_t reported =
+      unit_ == latency_unit::ns ? (latency_ns < 0 ? 0 : static_cast<std::uint64_t>(latency_ns))
+                                : bucket;
+  if (reported >= buckets_) {
     ++overflows_;
     if (overflow_count_ < overflow_cycles_.size()) overflow_cycles_[overflow_count_++] = n;
+  } else if (unit_ == latency_unit::ns) {
+    ++ns_hist_[reported];
   }
   if (bucket < exact_.size()) {
     ++exact_[bucket];

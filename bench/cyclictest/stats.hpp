@@ -17,6 +17,16 @@ namespace urt_cyclictest {
 /// cyclictest's calcdiff() divides the nanosecond difference by 1000.
 [[nodiscard]] constexpr std::int64_t ns_to_us(std::int64_t ns) noexcept { return ns / 1000; }
 
+/// The unit cyclictest reports latencies in: whole us, or ns with -N
+/// (calcdiff_ns()). Min/act/avg/max, the -h histogram's buckets and its
+/// overflows are counted in it.
+enum class latency_unit { us, ns };
+
+/// `ns` in `unit` (truncated to whole us as cyclictest's calcdiff()).
+[[nodiscard]] constexpr std::int64_t in_unit(std::int64_t ns, latency_unit unit) noexcept {
+  return unit == latency_unit::ns ? ns : ns_to_us(ns);
+}
+
 /// How many samples had one whole-us latency at or above the exact
 /// histogram's range.
 struct overflow_value {
@@ -51,11 +61,14 @@ class alignas(64) latency_stats {
   static constexpr std::size_t overflow_slots = 2048;
   static constexpr std::size_t max_overflow_values = overflow_slots / 4 * 3;
 
-  /// `buckets`: histogram size in us (latencies >= buckets overflow, as
-  /// cyclictest's -h counts them); `max_overflow_cycles`: how many
-  /// overflowing cycle numbers to remember (cyclictest keeps as many as
-  /// there are buckets). Allocates here only.
-  explicit latency_stats(std::size_t buckets, std::size_t max_overflow_cycles = 0);
+  /// `buckets`: histogram size in `unit` (latencies >= buckets overflow, as
+  /// cyclictest's -h counts them; with -N its buckets are 1 ns wide, as
+  /// cyclictest's); `max_overflow_cycles`: how many overflowing cycle
+  /// numbers to remember (cyclictest keeps as many as there are buckets).
+  /// Allocates here only: in us, the histogram is the first `buckets` of
+  /// the exact 1 us buckets; in ns, `buckets` more 8-byte counts.
+  explicit latency_stats(std::size_t buckets, std::size_t max_overflow_cycles = 0,
+                         latency_unit unit = latency_unit::us);
 
   /// Records one latency. Single writer; no allocation, no system call.
   void record(std::int64_t latency_ns) noexcept;
@@ -80,12 +93,24 @@ class alignas(64) latency_stats {
   [[nodiscard]] std::int64_t max_us() const noexcept { return ns_to_us(max_ns()); }
   [[nodiscard]] std::int64_t act_us() const noexcept { return ns_to_us(act_ns()); }
 
-  // Once the writer has finished (joined): the histogram and overflows.
-  /// cyclictest's histogram: `buckets` 1 us buckets.
-  [[nodiscard]] std::span<const std::uint64_t> histogram() const noexcept {
-    return {exact_.data(), buckets_};
+  // The same in the reported unit (unit()): us, or ns with -N.
+  [[nodiscard]] latency_unit unit() const noexcept { return unit_; }
+  [[nodiscard]] std::int64_t min_value() const noexcept { return in_unit(min_ns(), unit_); }
+  [[nodiscard]] std::int64_t max_value() const noexcept { return in_unit(max_ns(), unit_); }
+  [[nodiscard]] std::int64_t act_value() const noexcept { return in_unit(act_ns(), unit_); }
+  /// cyclictest's average: the mean of the per-cycle values in unit()
+  /// (avg_us() or avg_ns()).
+  [[nodiscard]] double avg_value() const noexcept {
+    return unit_ == latency_unit::ns ? avg_ns() : avg_us();
   }
-  /// Samples at or above `buckets` us, as cyclictest counts overflows.
+
+  // Once the writer has finished (joined): the histogram and overflows.
+  /// cyclictest's histogram: `buckets` buckets of 1 unit() each.
+  [[nodiscard]] std::span<const std::uint64_t> histogram() const noexcept {
+    return unit_ == latency_unit::ns ? std::span<const std::uint64_t>(ns_hist_)
+                                     : std::span<const std::uint64_t>(exact_.data(), buckets_);
+  }
+  /// Samples at or above `buckets` (in unit()), as cyclictest counts overflows.
   [[nodiscard]] std::uint64_t overflows() const noexcept { return overflows_; }
   /// Cycle numbers (0-based) of the first overflows.
   [[nodiscard]] std::span<const std::uint64_t> overflow_cycles() const noexcept {
@@ -111,7 +136,10 @@ class alignas(64) latency_stats {
   std::atomic<std::int64_t> sum_us_{0};
   std::atomic<std::int64_t> sum_ns_{0};
   std::size_t buckets_ = 0;
-  std::vector<std::uint64_t> exact_;  // max(buckets_, exact_buckets) 1 us buckets
+  latency_unit unit_ = latency_unit::us;
+  std::vector<std::uint64_t> exact_;    // max(buckets_, exact_buckets) 1 us buckets (us: the
+                                        // histogram's first buckets_; ns: exact_buckets)
+  std::vector<std::uint64_t> ns_hist_;  // ns only: the histogram, buckets_ 1 ns buckets
   std::uint64_t overflows_ = 0;       // samples >= buckets_ us
   std::vector<std::uint64_t> overflow_cycles_;
   std::size_t overflow_count_ = 0;
