@@ -442,9 +442,11 @@ TEST_CASE("options: urt's own flags") {
   REQUIRE(r.ok());
   CHECK(r.opts.topology.kind == urt::topology_kind::xml);
   CHECK(r.opts.runtime_options().policy == urt::worker_policy::other);
+  // --policy=fifo alone: cyclictest's default priority, threads + 1 = 2,
+  // which is also the workers' FIFO priority (--urt-fifo-priority: -p).
   r = parse({"--policy=fifo"});
   REQUIRE(r.ok());
-  CHECK(r.opts.runtime_options().fifo_priority == 90);
+  CHECK(r.opts.runtime_options().fifo_priority == 2);
   // Without --idle-spin the runtime's default stays.
   CHECK(parse({}).opts.runtime_options().idle_spin == urt::runtime_options{}.idle_spin);
 }
@@ -582,7 +584,11 @@ TEST_CASE(
       yes({"--policy=other"},
           [](const options& o) { return o.effective_policy() == urt::worker_policy::other; }),
       yes({"--policy=fifo"},
-          [](const options& o) { return o.effective_policy() == urt::worker_policy::fifo; }),
+          [](const options& o) {
+            return o.effective_policy() == urt::worker_policy::fifo && o.priority == 2;
+          },
+          "--policy=fifo without -p/--priority: defaulting realtime priority to 2 (threads + 1), "
+          "as cyclictest does"),
       yes({"-q"}, [](const options& o) { return o.quiet; }),
       yes({"--quiet"}, [](const options& o) { return o.quiet; }),
       yes({"-S"}, smp),
@@ -817,6 +823,21 @@ TEST_CASE("options: the values of cyclictest's -A, -b, -H, -o, --secaligned, --s
   CHECK(r.opts.effective_policy() == urt::worker_policy::fifo);
   REQUIRE(notes.size() == 1);
   CHECK(check_priospread(r.opts, 4000000000u, notes).find("below 0") != std::string::npos);
+  // --policy=fifo without -p: cyclictest's "defaulting realtime priority to"
+  // threads + 1, capped at 99; an explicit -p or --policy=other keeps 0.
+  CHECK(parse({"--policy=fifo", "-t", "2"}).opts.priority == 3);
+  CHECK(parse({"--policy=fifo", "-t", "2"}).warnings.size() == 1);
+  CHECK(parse({"--policy=fifo", "-t", "200"}).opts.priority == 99);
+  CHECK(parse({"--policy=fifo", "-t", "2", "-p", "7"}).opts.priority == 7);
+  CHECK(parse({"--policy=other", "-t", "2"}).opts.priority == 0);
+  r = parse({"-t", "--policy=fifo"});
+  REQUIRE(r.ok());
+  notes.clear();
+  CHECK(check_priospread(r.opts, 4, notes).empty());
+  CHECK(r.opts.priority == 5);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "--policy=fifo without -p/--priority: defaulting realtime priority to 5 "
+                    "(threads + 1), as cyclictest does");
   // -v before -a CPULIST: cyclictest's early "Using N cpus." line.
   CHECK(parse({"-v", "-a", "0"}).opts.verbose_echo_affinity);
   CHECK_FALSE(parse({"-a", "0", "-v"}).opts.verbose_echo_affinity);

@@ -868,6 +868,15 @@ parse_result parse_options(int argc, char** argv) {
 }
 
 std::string check_priospread(options& o, unsigned threads, std::vector<std::string>& warnings) {
+  if (!o.priospread && threads > 0 && o.priority == 0 && o.policy == urt::worker_policy::fifo) {
+    // cyclictest: a real-time policy without a priority takes threads + 1,
+    // capped at the highest priority.
+    o.priority = static_cast<int>(std::min<std::uint64_t>(std::uint64_t{threads} + 1,
+                                                          static_cast<std::uint64_t>(urt::priority_max)));
+    warnings.push_back("--policy=fifo without -p/--priority: defaulting realtime priority to " +
+                       std::to_string(o.priority) + " (threads + 1), as cyclictest does");
+    return {};
+  }
   if (!o.priospread || threads == 0) return {};
   const std::string n = std::to_string(threads);
   const std::string count = o.threads < 0 ? "(one per worker: " + n + ")" : "'" + n + "'";

@@ -239,8 +239,10 @@ std::string check_intervals(const options& o, unsigned threads);
 /// Overflow-free for any count.
 std::string check_histogram_memory(const options& o, unsigned threads);
 
-/// --priospread with `threads` measuring threads: without -p, cyclictest's
-/// default priority threads + 1 (set in `o`, said in `warnings`); empty when
+/// The priorities once the thread count is known. --policy=fifo without
+/// -p: cyclictest's "defaulting realtime priority to" threads + 1 (set in
+/// `o`, said in `warnings`). --priospread with `threads` measuring threads:
+/// without -p, the same default; empty when
 /// every thread's priority, -p - n, is in 0..99, else a message naming
 /// --priospread, -p/--priority and -t/--threads and their values.
 /// Overflow-free for any count.
