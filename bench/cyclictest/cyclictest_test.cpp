@@ -1629,6 +1629,26 @@ TEST_CASE("binary: SIGINT ends an endless run cleanly and the summary and JSON a
   CHECK(slurp(out.path).find("T: 0 p50:") != std::string::npos);
 }
 
+TEST_CASE("binary: --json=- comes before the -q status lines and the histogram, as cyclictest") {
+  for (const char* args : {"-q -l 3 -i 200 --policy=other --json=-",
+                           "-q -l 3 -i 200 -h 5 --policy=other --json=-"}) {
+    CAPTURE(args);
+    temp_file out("out");
+    CHECK(run_binary(args, out.path) == 0);
+    const std::string text = slurp(out.path);
+    const std::size_t doc = text.find("\n{\n");
+    const std::size_t end = text.find("\n}\n");
+    const std::size_t after = text.find(std::string(args).find("-h") == std::string::npos
+                                            ? "T: 0 "
+                                            : "# Histogram\n");
+    REQUIRE(doc != std::string::npos);
+    REQUIRE(end != std::string::npos);
+    REQUIRE(after != std::string::npos);
+    CHECK(doc < end);
+    CHECK(end < after);  // cyclictest writes the document as soon as the run ends
+  }
+}
+
 TEST_CASE("binary: /dev/cpu_dma_latency is held at --latency while running, not with --laptop") {
   SUBCASE("--laptop: not touched, with cyclictest's warning") {
     temp_file out("out");

@@ -795,6 +795,30 @@ int run(options o) {
       }
     }
   }
+  // The JSON document (cyclictest's, with urt's members under "urt").
+  const auto make_json = [&](int return_code) {
+    std::vector<int> measuring_workers;
+    for (const auto& m : threads) measuring_workers.push_back(m->worker.load(std::memory_order_relaxed));
+    const urt::group_stats cid_stats = o.cid ? rt->stats(measuring_group) : urt::group_stats{};
+    json_header h;
+    h.cmdline = o.cmdline;
+    h.version = URT_CYCLICTEST_VERSION;
+    h.start_time = start_time;
+    h.end_time = end_time;
+    h.return_code = return_code;
+    h.histogram = o.histogram_us != 0;
+    h.urt_members =
+        urt_json(o, ro, *rt, measuring_workers, fell_back, exact_buckets,
+                 load.runs.load(std::memory_order_relaxed),
+                 o.cid ? &cid_stats : nullptr, cid_counts.get(), latency_fd >= 0);
+    return format_json(h, reports);
+  };
+  // --json=-: cyclictest writes the document as soon as the run ends, before
+  // the -q status lines, the histogram and the break report.
+  if (o.json == "-") {
+    std::fputs(make_json(0).c_str(), stdout);
+    std::fflush(stdout);
+  }
   // cyclictest's -q summary: the status lines, none when -h dumps a histogram.
   if (o.quiet && o.histogram_us == 0) {
     for (const auto& t : reports) std::printf("%s\n", format_status_line(t).c_str());
@@ -850,28 +874,9 @@ int run(options o) {
     }
     std::fflush(stdout);
   }
-  if (!o.json.empty()) {
-    std::vector<int> measuring_workers;
-    for (const auto& m : threads) measuring_workers.push_back(m->worker.load(std::memory_order_relaxed));
-    const urt::group_stats cid_stats = o.cid ? rt->stats(measuring_group) : urt::group_stats{};
-    json_header h;
-    h.cmdline = o.cmdline;
-    h.version = URT_CYCLICTEST_VERSION;
-    h.start_time = start_time;
-    h.end_time = end_time;
-    h.return_code = rc;
-    h.histogram = o.histogram_us != 0;
-    h.urt_members =
-        urt_json(o, ro, *rt, measuring_workers, fell_back, exact_buckets,
-                 load.runs.load(std::memory_order_relaxed),
-                 o.cid ? &cid_stats : nullptr, cid_counts.get(), latency_fd >= 0);
-    const std::string json = format_json(h, reports);
-    if (o.json == "-") {
-      std::fputs(json.c_str(), stdout);
-    } else if (!write_and_close(std::move(json_file), json)) {
-      std::fprintf(stderr, "urt-cyclictest: --json: cannot write '%s'\n", o.json.c_str());
-      rc = 1;
-    }
+  if (!o.json.empty() && o.json != "-" && !write_and_close(std::move(json_file), make_json(rc))) {
+    std::fprintf(stderr, "urt-cyclictest: --json: cannot write '%s'\n", o.json.c_str());
+    rc = 1;
   }
   std::fflush(stdout);
   if (latency_fd >= 0) ::close(latency_fd);
