@@ -95,17 +95,26 @@ struct measured {
   std::atomic<int> tid{0};
   std::atomic<int> worker{-1};
   std::atomic<bool> finished{false};
-  /// -v: the latest values (reported unit), cycle c at c % verbose_ring,
-  /// and how many cycles are in it (release: the values before it are
-  /// written).
+  /// -v: the latest values (reported unit), cycle c at c % verbose_ring;
+  /// one writer (this thread's task), one reader (the main thread,
+  /// take_samples). A seqlock per slot: `writing` is cycles whose slot
+  /// store may have begun, `published` cycles whose value is written. The
+  /// reader may race with a write to the slot it reads; it then sees
+  /// writing - read > verbose_ring and counts the sample lost.
   std::unique_ptr<std::atomic<std::int64_t>[]> ring;
+  std::atomic<std::uint64_t> writing{0};
   std::atomic<std::uint64_t> published{0};
 
   void cancel_self() noexcept {
+    // Pairs with main's release store of `handle` once every() returned it.
     if (urt::periodic_task* h = handle.load(std::memory_order_acquire)) h->cancel();
   }
   void finish() noexcept {
+    // Pairs with main's acquire loads of `finished` in its end-of-run wait:
+    // this thread's stats are complete.
     finished.store(true, std::memory_order_release);
+    // Pairs with the acquire loads of `shutdown` in release() and in main's
+    // stopping().
     if (ctl->end_on_finish) ctl->shutdown.store(true, std::memory_order_release);
     cancel_self();
   }
@@ -115,6 +124,7 @@ struct measured {
       cancel_self();
       return;
     }
+    // Pairs with the release stores of `shutdown` (finish(), -b below, main).
     const bool last = ctl->shutdown.load(std::memory_order_acquire);
     const std::uint64_t done = stats.cycles();
     const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - due).count();
@@ -129,7 +139,13 @@ struct measured {
     }
     const std::int64_t value = in_unit(ns, stats.unit());
     if (ring) {
+      writing.store(done + 1, std::memory_order_relaxed);
+      // Pairs with take_samples' acquire fence: a reader that loads this
+      // slot's new value then sees `writing` at done + 1 or later.
+      std::atomic_thread_fence(std::memory_order_release);
       ring[done % verbose_ring].store(value, std::memory_order_relaxed);
+      // Pairs with take_samples' acquire load of `published`: the values
+      // of the cycles below done + 1 are written.
       published.store(done + 1, std::memory_order_release);
     }
     // cyclictest: "if (trigger && (diff > trigger))", "diff > tracelimit".
@@ -137,11 +153,13 @@ struct measured {
     bool stop = last;
     if (ctl->breaktrace != 0 && value > ctl->breaktrace) {
       bool first = false;
-      if (ctl->broke.compare_exchange_strong(first, true, std::memory_order_acq_rel)) {
+      // Only the first thread past -b records; relaxed is enough, since the
+      // main thread reads the record after the workers are joined.
+      if (ctl->broke.compare_exchange_strong(first, true, std::memory_order_relaxed)) {
         ctl->break_tid.store(my_tid, std::memory_order_relaxed);
         ctl->break_value.store(value, std::memory_order_relaxed);
       }
-      ctl->shutdown.store(true, std::memory_order_release);
+      ctl->shutdown.store(true, std::memory_order_release);  // pairs as in finish()
       stop = true;
     }
     if (loops != 0 && done + 1 >= loops) stop = true;
@@ -161,6 +179,7 @@ struct verbose_reader {
 
 /// Appends to `out` the -v lines of `m`'s samples not printed yet.
 void take_samples(const measured& m, verbose_reader& r, std::uint64_t oscope, std::string& out) {
+  // Pairs with measured::release's release store of `published`.
   const std::uint64_t published = m.published.load(std::memory_order_acquire);
   for (; r.read < published; ++r.read) {
     if (published - r.read > verbose_ring) {  // overwritten before this look
@@ -168,9 +187,13 @@ void take_samples(const measured& m, verbose_reader& r, std::uint64_t oscope, st
       r.read = published - verbose_ring;
     }
     const std::int64_t value = m.ring[r.read % verbose_ring].load(std::memory_order_relaxed);
-    // Overwritten while being read: the writer got a whole ring ahead.
+    // Overwritten while being read: the writer got a whole ring ahead. The
+    // fence pairs with measured::release's release fence before its slot
+    // store: a value from cycle read + verbose_ring or later implies
+    // `writing` above read + verbose_ring here. (`published` is stored after
+    // the slot, so it could still lag: it cannot tell.)
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (m.published.load(std::memory_order_relaxed) - r.read > verbose_ring) {
+    if (m.writing.load(std::memory_order_relaxed) - r.read > verbose_ring) {
       ++r.lost;
       continue;
     }
@@ -655,7 +678,7 @@ int run(options o) {
           if (counts != nullptr) ++counts->local();  // after the sample: its cost shows next time
         },
         first_release[i], o.overrun);
-    m->handle.store(&handles[i], std::memory_order_release);
+    m->handle.store(&handles[i], std::memory_order_release);  // pairs with cancel_self()
   }
   // cyclictest pins its main thread after creating the measuring threads.
   if (!o.main_affinity.empty() && !pin_this_thread(o.main_affinity_cpus)) {
@@ -719,6 +742,7 @@ int run(options o) {
   const auto deadline = o.duration_s != 0 ? start_of(0) + std::chrono::seconds{o.duration_s}
                                            : urt::clock::time_point::max();
   const auto stopping = [&] {
+    // Pairs with the tasks' release stores of `shutdown` (finish(), -b).
     return g_signalled != 0 || ctl.shutdown.load(std::memory_order_acquire) ||
            urt::clock::now() >= deadline;
   };
@@ -759,10 +783,11 @@ int run(options o) {
 
   // cyclictest's end: shutdown, 50 ms for the threads to take the sample
   // they were waiting for, then they are stopped.
-  ctl.shutdown.store(true, std::memory_order_release);
+  ctl.shutdown.store(true, std::memory_order_release);  // pairs with release()'s acquire load
   const auto grace_end = urt::clock::now() + 50ms;
   for (;;) {
     bool all_finished = true;
+    // Pairs with finish()'s release store of `finished`.
     for (const auto& m : threads) all_finished = all_finished && m->finished.load(std::memory_order_acquire);
     if (all_finished || urt::clock::now() >= grace_end) break;
     std::this_thread::sleep_for(1ms);
