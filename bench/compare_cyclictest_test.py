@@ -15,8 +15,10 @@
       both.
 """
 
+import contextlib
 import importlib.machinery
 import importlib.util
+import io
 import json
 import os
 import shutil
@@ -67,6 +69,24 @@ def test_percentiles(script):
     check(m.percentile(0.001) == 1, f"lowest rank {m.percentile(0.001)} != 1")
     empty = cc.merged(20)
     check(empty.percentile(0.5) is None and empty.percentile_text(0.5) == "-", "no samples")
+
+    # Command lines the script refuses: exit 2, the flag and the value named.
+    for argv, words in ((["--segments", "4"], "--segments: '4' is not a multiple of 3"),
+                        (["--segments", "0"], "--segments: '0'"),
+                        (["-h", "0"], "-h: '0'"),
+                        (["--xmax", "-5"], "--xmax"),
+                        (["-D", "ten"], "-D: 'ten'"),
+                        (["-p", "100"], "-p: '100'"),
+                        (["--", "-q"], "'-q' after --")):
+        err = io.StringIO()
+        code = None
+        with contextlib.redirect_stderr(err):
+            try:
+                cc.parse_args(argv)
+            except SystemExit as e:
+                code = e.code
+        check(code == 2 and words in err.getvalue(),
+              f"{argv}: exit 2 naming {words!r}, got {code}: {err.getvalue().strip()[-200:]}")
 
 
 def svg_checks(path, columns):

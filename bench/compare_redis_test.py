@@ -19,8 +19,10 @@ No check depends on timing or on the figures' values: waits only bound a
 hang.
 """
 
+import contextlib
 import importlib.machinery
 import importlib.util
+import io
 import json
 import math
 import os
@@ -88,6 +90,26 @@ def test_parse(script):
               f"--server-cpus {bad!r} is an error")
     msg = raises(cr, cr.parse_cpulist, "--client-cpus", "3-1") or ""
     check("--client-cpus" in msg and "'3-1'" in msg, f"the error names the flag and value: {msg}")
+    # Command lines the parser refuses: exit 2, the flag and the value named.
+    allowed = sorted(cr.allowed_cpus())
+    bad_lines = [(["--layout", "sideways"], "--layout"),
+                 (["--threads", "0"], "--threads: '0'"),
+                 (["--server-cpus", "x"], "--server-cpus: 'x'")]
+    if len(allowed) >= 2:
+        first = str(allowed[0])
+        bad_lines += [(["--server-cpus", first, "--client-cpus", first], "overlap"),
+                      (["--layout", "split", "--threads", str(len(allowed) + 1)],
+                       f"--threads: '{len(allowed) + 1}'")]
+    for argv, words in bad_lines:
+        err = io.StringIO()
+        code = None
+        with contextlib.redirect_stderr(err):
+            try:
+                cr.parse_args(argv)
+            except SystemExit as e:
+                code = e.code
+        check(code == 2 and words in err.getvalue(),
+              f"{argv}: exit 2 naming {words!r}, got {code}: {err.getvalue().strip()[-200:]}")
 
     lines = CSV.splitlines()
     no_set = "\n".join(ln for ln in lines if not ln.startswith('"SET"'))
