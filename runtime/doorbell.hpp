@@ -1,20 +1,34 @@
-// doorbell: a worker's eventfd, the user-space IPI.
+// doorbell: a worker's user-space IPI: whoever publishes work for a parked
+// worker rings it, and only a parked worker costs the ringer a system call.
 //
-// The owning worker parks in its io_context with an async_wait armed on the
-// eventfd; any thread may ring it. A ring costs a syscall only when the
-// owner has announced that it is parking, so an awake worker is never rung.
+// A parked worker waits on one of two channels, and says which when it
+// announces that it parks:
+//   - in its reactor (io_context::run_one, with a wait armed on the
+//     doorbell's eventfd), when it has I/O outstanding (io_poller.hpp): an
+//     I/O completion must wake it as well as a ring, and epoll waits for
+//     both. The ringer writes the eventfd.
+//   - on the doorbell word itself (a futex), when it has no I/O
+//     outstanding: nothing but a ring or its own deadline can give it
+//     work, and a futex wait and wake cost less than an eventfd through
+//     epoll (no epoll callback and ready list on the ringer's side, no
+//     reactor dispatch, eventfd read and epoll_ctl re-arm on the owner's).
+//     The ringer calls FUTEX_WAKE.
 //
 // Protocol (a Dekker pair, both sides seq_cst):
-//   owner:  announce_parking()  [parked = true; fence]  then re-check its
-//           inbox and state; park only if both are unchanged.
+//   owner:  announce_parking(channel)  [word = channel; fence]  then
+//           re-check its inbox and state; park only if both are unchanged.
 //   ringer: publish the work (inbox enqueue, state store); ring()  [fence;
-//           if parked, exchange it to false and write the eventfd].
-// Either the owner's re-check sees the work, or the ringer sees parked ==
-// true; both fences are seq_cst, so they cannot both miss. The exchange
-// makes exactly one ringer pay the syscall per parking episode.
+//           if the word is not awake, exchange it to awake and wake the
+//           channel the exchange returned].
+// Either the owner's re-check sees the work, or the ringer sees the
+// channel; both fences are seq_cst, so they cannot both miss. The exchange
+// makes exactly one ringer pay the system call per parking episode. A
+// futex waiter sleeps only while the word still holds on_futex (the kernel
+// compares it under the futex's lock), so a ring between the re-check and
+// the wait makes the wait return at once.
 //
 // Concurrency: ring() from any number of threads, concurrently with the
-// owner; every other member only on the owner. Wait-free.
+// owner; every other member only on the owner. ring() is wait-free.
 #pragma once
 
 #include <asio/io_context.hpp>
@@ -22,6 +36,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "urt/timer.hpp"
 #include "wakeup_fd.hpp"
 
 namespace urt::detail {
@@ -50,44 +65,70 @@ class doorbell {
   /// Owner: cancels the wait (before the io_context is stopped or destroyed).
   void disarm() { fd_.disarm(); }
 
-  /// Owner: says it is about to park. Must be followed by a re-check of
-  /// everything a ringer may have published, then by park or cancel_parking.
-  void announce_parking() noexcept {
-    parked_.store(true, std::memory_order_seq_cst);
+  /// Where a parked owner waits (see the top).
+  enum class channel : std::uint32_t { reactor = 1, futex = 2 };
+
+  /// Owner: says it is about to park on `ch`. Must be followed by a
+  /// re-check of everything a ringer may have published, then by a park
+  /// (run_one for reactor, wait() for futex) or cancel_parking().
+  void announce_parking(channel ch) noexcept {
+    word_.store(static_cast<std::uint32_t>(ch), std::memory_order_seq_cst);
     // Pairs with the fence in ring(): orders the store above before the
     // owner's re-check loads.
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }
-  /// Owner: no longer parking. Relaxed: a ringer that still sees true only
-  /// pays one spurious eventfd write, which the next park consumes.
-  void cancel_parking() noexcept { parked_.store(false, std::memory_order_relaxed); }
+  /// Owner: no longer parking. Relaxed: a ringer that still sees a channel
+  /// only pays one spurious wake-up (an eventfd write the next reactor park
+  /// drains, or a FUTEX_WAKE with no waiter).
+  void cancel_parking() noexcept { word_.store(awake, std::memory_order_relaxed); }
+
+  /// Owner, after announce_parking(channel::futex) and its re-check:
+  /// sleeps until a ring or until `until` (time_point::max(): no
+  /// deadline). True when a ring ended it (the word was exchanged to
+  /// awake), false at the deadline.
+  bool wait(clock::time_point until) noexcept;
 
   /// Any thread, after publishing work: wakes the owner if it is parking.
-  /// Returns true when it wrote the eventfd.
+  /// Returns true when it paid the wake-up (an eventfd write or FUTEX_WAKE).
   bool ring() noexcept {
     // Pairs with the fence in announce_parking(): orders the ringer's
-    // publication before its load of parked_.
+    // publication before its load of the word.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (!parked_.load(std::memory_order_relaxed)) return false;
-    // acq_rel exchange: only the ringer that flips true -> false writes.
-    if (!parked_.exchange(false, std::memory_order_acq_rel)) return false;
-    write_eventfd();
+    if (word_.load(std::memory_order_relaxed) == awake) return false;
+    // acq_rel exchange: only the ringer that takes the channel wakes it.
+    const std::uint32_t was = word_.exchange(awake, std::memory_order_acq_rel);
+    if (was == awake) return false;
+    if (was == static_cast<std::uint32_t>(channel::futex)) {
+      wake_futex();
+    } else {
+      write_eventfd();
+    }
     return true;
   }
 
   /// Any thread: whether the owner has announced that it is parking (a
   /// hint; relaxed, may be stale either way).
-  [[nodiscard]] bool parking() const noexcept { return parked_.load(std::memory_order_relaxed); }
+  [[nodiscard]] bool parking() const noexcept {
+    return word_.load(std::memory_order_relaxed) != awake;
+  }
 
-  /// Rings that woke the owner (completed waits), for stats. Owner writes,
-  /// anyone reads.
-  [[nodiscard]] std::uint64_t received() const noexcept { return fd_.completions(); }
+  /// Rings that woke the owner (completed reactor waits and rung futex
+  /// waits), for stats. Owner writes, anyone reads.
+  [[nodiscard]] std::uint64_t received() const noexcept {
+    return fd_.completions() + futex_wakes_.load(std::memory_order_relaxed);
+  }
 
  private:
+  static constexpr std::uint32_t awake = 0;
+
   void write_eventfd() noexcept;
+  void wake_futex() noexcept;
 
   wakeup_fd fd_;
-  alignas(64) std::atomic<bool> parked_{false};  // written by ringers: own line
+  std::atomic<std::uint64_t> futex_wakes_{0};  // owner-written
+  // The futex word: awake, or the channel the owner parks on. Written by
+  // ringers: a line of its own.
+  alignas(64) std::atomic<std::uint32_t> word_{awake};
 };
 
 }  // namespace urt::detail

@@ -51,8 +51,10 @@ class io_poller {
   io_poller(asio::io_context& io, config cfg) noexcept : io_(io), cfg_(cfg) {}
 
   /// Any thread: an executor tracking outstanding work on this worker's
-  /// context was made / destroyed.
-  void work_started() noexcept { work_.fetch_add(1, std::memory_order_relaxed); }
+  /// context was made / destroyed. work_started() returns true when the
+  /// count left 0: the owner may be parked on its futex, where no
+  /// completion reaches it, and must be rung (worker::count_io_work).
+  bool work_started() noexcept { return work_.fetch_add(1, std::memory_order_relaxed) == 0; }
   void work_finished() noexcept { work_.fetch_sub(1, std::memory_order_relaxed); }
   /// Tracked executors alive now (a statistic; racy by design).
   [[nodiscard]] std::int64_t outstanding() const noexcept {

@@ -44,13 +44,23 @@ bool parker::idle(clock::time_point release, clock::time_point token_check, wake
       }
     }
   }
-  if (wake != clock::time_point::max()) alarm_.set(wake);
-  bell_.rearm();
-  bell_.announce_parking();
+  // No I/O outstanding: nothing but a ring or the deadline can end the
+  // wait, so it sleeps on the doorbell's futex (doorbell.hpp). Else in the
+  // reactor, where a completion ends it too.
+  const bool in_reactor = checks.io_outstanding();
+  if (in_reactor) {
+    if (wake != clock::time_point::max()) alarm_.set(wake);
+    bell_.rearm();
+  }
+  bell_.announce_parking(in_reactor ? doorbell::channel::reactor : doorbell::channel::futex);
   // The re-check after the announcement. Parking is safe even when a node's
   // enqueue is still in flight: its spawner rings after linking it; so do
-  // a pusher after moving a task in and a token sender after its hop.
-  if (const auto now = clock::now(); changed(now)) {
+  // a pusher after moving a task in, a token sender after its hop, and an
+  // executor whose I/O work makes the count leave 0 (worker.cpp). On the
+  // futex, I/O that became outstanding since the choice sends it round
+  // again, to the reactor.
+  if (const auto now = clock::now();
+      changed(now) || (!in_reactor && checks.io_outstanding())) {
     bell_.cancel_parking();
     spin_to(due, timer_wake, now, checks);
     return false;
@@ -62,16 +72,21 @@ bool parker::idle(clock::time_point release, clock::time_point token_check, wake
   // completion, which spawns a task) ran. A completion's spawn may throw
   // (no memory): finish the wake-up first, then let the worker report it.
   std::size_t ran = 0;
+  bool futex_deadline = false;
   std::exception_ptr error;
-  try {
-    ran = io_.run_one();
-  } catch (...) {
-    ran = 1;
-    error = std::current_exception();
+  if (in_reactor) {
+    try {
+      ran = io_.run_one();
+    } catch (...) {
+      ran = 1;
+      error = std::current_exception();
+    }
+  } else {
+    futex_deadline = !bell_.wait(wake);
   }
   bell_.cancel_parking();
   const auto woke = clock::now();
-  const bool by_alarm = alarm_.fired() != alarms;
+  const bool by_alarm = futex_deadline || alarm_.fired() != alarms;
   const bool by_bell = bell_.received() != rings;
   if (by_alarm && wake == timer_wake && learning_advance()) {
     // A parked wake-up by the release's alarm: how late the OS ran us.

@@ -1,6 +1,7 @@
 // parker: how a worker with nothing to run waits for work: spin for the
 // idle spin (fixed or adapted by idle_window), then park on its doorbell
-// with the alarm set for the next wake-up, and for a timed release wake
+// until the next wake-up (on the doorbell's futex with that deadline, or,
+// with I/O outstanding, in the io_context with the alarm set for it), and for a timed release wake
 // early by the timer advance (fixed timer_spin, or learned by wake_advance)
 // and spin to the release. It owns the doorbell and the alarm. It never
 // runs migration: the worker hands it the deadlines to wake for (the next
@@ -10,8 +11,8 @@
 // Concurrency: owner only, except ring() and parking(), which any thread
 // may call (the doorbell's protocol: doorbell.hpp), and the counters it
 // writes (worker_counters: relaxed statistics, read by anyone).
-// Progress: idle() blocks in the io_context until the doorbell or the
-// alarm (or another handler of the worker's io_context) completes.
+// Progress: idle() blocks until a ring or the deadline; in the io_context
+// also until another handler of it (an I/O completion) runs.
 #pragma once
 
 #include <asio/io_context.hpp>
@@ -47,6 +48,9 @@ class parker {
   struct wake_checks {
     function_ref<bool()> work_pending;
     function_ref<bool()> state_changed;
+    /// Whether I/O is outstanding: the wait must then be in the reactor,
+    /// else it is on the doorbell's futex (doorbell.hpp).
+    function_ref<bool()> io_outstanding;
   };
 
   /// Creates the doorbell's eventfd and the alarm's timerfd in `io` (throws

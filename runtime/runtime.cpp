@@ -362,8 +362,7 @@ asio::io_context& runtime::executor_context(unsigned w) const noexcept {
 }
 
 void runtime::executor_work(unsigned w, int delta) const noexcept {
-  detail::io_poller& p = impl_->workers[w]->io_work();
-  delta > 0 ? p.work_started() : p.work_finished();
+  impl_->workers[w]->count_io_work(delta);
 }
 
 void runtime::commit_spawn(spawn_ticket& ticket) noexcept {

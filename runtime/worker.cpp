@@ -1,5 +1,7 @@
 #include "worker.hpp"
 
+#include <sys/prctl.h>
+
 #include <pthread.h>
 #include <sched.h>
 
@@ -79,6 +81,12 @@ void worker::set_up() {
   const std::string name = "urt-w" + std::to_string(id_);
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
   shared_.topo->bind_current_thread(id_);
+  // A parked worker's futex deadline (parker.hpp) is an hrtimer that the
+  // kernel lets fire up to the thread's timer slack late: 50 us by default
+  // for SCHED_OTHER threads (0 under SCHED_FIFO). A timed release must not
+  // inherit that; 1 ns is the least prctl takes (0 restores the default).
+  // Cannot fail for a valid value.
+  ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   const runtime_options& o = *shared_.options;
   if (o.policy == worker_policy::fifo) {
     sched_param param{};
@@ -333,6 +341,18 @@ std::size_t worker::drain_inbox() noexcept {
                      [this](task_node* node) { enqueue(node); });
 }
 
+void worker::count_io_work(int delta) noexcept {
+  if (delta < 0) {
+    io_poll_.work_finished();
+    return;
+  }
+  // The count's RMW, then ring()'s seq_cst fence and its load of the
+  // doorbell word: the Dekker pair with the parker's announcement and its
+  // re-check of the count (parker.cpp), so a worker never sleeps on the
+  // futex while I/O it must poll is outstanding.
+  if (io_poll_.work_started()) parker_.ring();
+}
+
 bool worker::submit_remote(task_node* node) noexcept {
   inbox_.push(node);
   // A full ring(), fence included: the owner may park while this enqueue's
@@ -487,6 +507,7 @@ void worker::idle(run_state seen) {
   const auto work = [this] { return poll_io() > 0 || work_pending(); };
   // Acquire: pairs with stop()'s store of the state.
   const auto state_changed = [&] { return shared_.state.load(std::memory_order_acquire) != seen; };
+  const auto io_outstanding = [this] { return io_poll_.outstanding() > 0; };
   // Holding FIFO back with nothing else to run (strict): wake when the
   // period ends and FIFO may run again.
   clock::time_point wake_at = std::min(plan.token_check, strand_check);
@@ -497,7 +518,7 @@ void worker::idle(run_state seen) {
   try {
     const bool completions = parker_.idle(
         first_timer != nullptr ? first_timer->release : clock::time_point::max(), wake_at,
-        parker::wake_checks{work, state_changed});
+        parker::wake_checks{work, state_changed, io_outstanding});
     if (completions) io_poll_.after_parked_completion();
   } catch (...) {
     // A completion's spawn failed (no memory): its handler is gone.

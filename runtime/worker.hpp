@@ -136,8 +136,11 @@ class worker {
   /// The io_context of this worker's executors (urt/executor.hpp). Its
   /// sockets and timers may be used from any thread; only the worker runs it.
   [[nodiscard]] asio::io_context& io() noexcept { return io_; }
-  /// Any thread: counts the tracked executors of this worker (io_poller.hpp).
-  [[nodiscard]] io_poller& io_work() noexcept { return io_poll_; }
+  /// Any thread: a tracked executor of this worker was made (+1) or
+  /// destroyed (-1) (io_poller.hpp). When the count leaves 0 the worker is
+  /// rung: parked on its doorbell's futex, it would see no completion, so
+  /// it parks again in its reactor.
+  void count_io_work(int delta) noexcept;
 
   /// The worker whose thread is calling, if it belongs to the runtime `owner`.
   static worker* current_in(const void* owner) noexcept;

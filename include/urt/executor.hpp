@@ -26,7 +26,10 @@
 // in at its scheduling points (runtime_options::io_poll_interval), so one
 // that arrives while a task runs waits for a scheduling point, never for
 // the tasks queued behind it. I/O objects may be used from any thread, and
-// must be destroyed before the runtime (as with any io_context).
+// must be destroyed before the runtime (as with any io_context). Post work
+// through the executor, not to the io_context itself: a worker with no I/O
+// outstanding does not wait in its reactor, so a handler posted straight
+// to the context runs only once some executor has I/O on that worker.
 //
 // Coroutines keep their priority across suspensions when their awaitable
 // names the executor type: urt::awaitable<T> (= asio::awaitable<T,

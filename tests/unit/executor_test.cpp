@@ -220,6 +220,36 @@ TEST_CASE("executor: a socket's completion handler runs on the worker that owns 
   CHECK(rt.stats().workers[2].io_handlers >= 3);
 }
 
+TEST_CASE("executor: I/O started from outside on a parked worker with none completes there") {
+  // With no I/O outstanding a worker parks on its doorbell's futex, where
+  // no completion reaches it (runtime/doorbell.hpp). Starting an operation
+  // from another thread must ring it so that it parks in its reactor:
+  // without that ring this completion would wait for the next spawn.
+  urt::runtime rt(urt_test::synthetic_workers(1));
+  const urt::executor ex = rt.executor({.priority = 40});
+  for (int round = 0; round < 20; ++round) {
+    CAPTURE(round);
+    // Parked: it has run a task since the count was read, then gone back
+    // to sleep.
+    const std::uint64_t parks = rt.stats().workers[0].parks;
+    rt.spawn({.priority = 40}, [] {});
+    while (rt.stats().workers[0].parks == parks) std::this_thread::sleep_for(1ms);
+    urt::net::steady_timer t(ex);
+    t.expires_after(round % 2 == 0 ? 0ms : 2ms);
+    std::promise<seen> ran;
+    t.async_wait([&](const std::error_code& ec) {
+      CHECK_FALSE(ec);
+      ran.set_value(here());
+    });
+    // Generous: it either completes within milliseconds or never does.
+    auto f = ran.get_future();
+    REQUIRE(f.wait_for(30s) == std::future_status::ready);
+    const seen s = f.get();
+    CHECK(s.worker == 0);
+    CHECK(s.priority == 40);
+  }
+}
+
 TEST_CASE("executor: with the worker held busy, completions and spawns queued meanwhile run by priority") {
   urt::runtime rt(urt_test::synthetic_workers(1));
   std::mutex m;

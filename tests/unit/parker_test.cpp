@@ -18,8 +18,15 @@ using urt::detail::worker_counters;
 
 namespace {
 
+// Where the parker waits: in its io_context (as with I/O outstanding) or
+// on the doorbell's futex (none).
+enum class channel { reactor, futex };
+
 struct bench_parker {
-  explicit bench_parker(parker::config cfg) : p(io, cfg, counters) { p.arm(); }
+  explicit bench_parker(parker::config cfg, channel ch = channel::futex)
+      : p(io, cfg, counters), io_outstanding(ch == channel::reactor) {
+    p.arm();
+  }
   ~bench_parker() {
     p.disarm();
     io.poll();
@@ -30,14 +37,18 @@ struct bench_parker {
   // Waits with nothing pending and the state unchanged.
   void idle(urt::clock::time_point release, urt::clock::time_point token_check = urt::clock::time_point::max()) {
     const auto nothing = [] { return false; };
-    p.idle(release, token_check, parker::wake_checks{nothing, nothing});
+    const auto outstanding = [this] { return io_outstanding; };
+    p.idle(release, token_check, parker::wake_checks{nothing, nothing, outstanding});
   }
   std::uint64_t get(const std::atomic<std::uint64_t>& c) const { return c.load(); }
 
   asio::io_context io{1};
   worker_counters counters;
   parker p;
+  bool io_outstanding;
 };
+
+constexpr channel channels[] = {channel::reactor, channel::futex};
 
 parker::config at_release() {
   return {.idle_spin = std::chrono::nanoseconds{0},
@@ -57,17 +68,19 @@ TEST_CASE("parker: work already visible ends the wait before parking") {
     const auto pending = [] { return true; };
     const auto unchanged = [] { return false; };
     b.p.idle(urt::clock::time_point::max(), urt::clock::time_point::max(),
-             parker::wake_checks{pending, unchanged});
+             parker::wake_checks{pending, unchanged, unchanged});
     CHECK(b.get(b.counters.parks) == 0);
     // A state change ends it the same way.
     b.p.idle(urt::clock::time_point::max(), urt::clock::time_point::max(),
-             parker::wake_checks{unchanged, pending});
+             parker::wake_checks{unchanged, pending, unchanged});
     CHECK(b.get(b.counters.parks) == 0);
   }
 }
 
 TEST_CASE("parker: parked for a release, it wakes by the alarm and never before the release") {
-  bench_parker b(at_release());
+  for (const channel ch : channels) {
+  CAPTURE(static_cast<int>(ch));
+  bench_parker b(at_release(), ch);
   for (int round = 1; round <= 3; ++round) {
     // 20 ms, not less: under TSan on a loaded 2-CPU machine, 300 us could
     // pass before the parker reached its park (CI saw it once), and a
@@ -77,6 +90,7 @@ TEST_CASE("parker: parked for a release, it wakes by the alarm and never before 
     CHECK(urt::clock::now() >= release);
     CHECK(b.get(b.counters.parks) == static_cast<std::uint64_t>(round));
     CHECK(b.p.rings_received() == 0);
+  }
   }
 }
 
@@ -96,16 +110,22 @@ TEST_CASE("parker: timer_spin wakes early and spins to the release instead of pa
 }
 
 TEST_CASE("parker: a token deadline ends the park with no spin when no release is due") {
-  bench_parker b(at_release());
-  const auto check_at = urt::clock::now() + std::chrono::microseconds{300};
-  b.idle(urt::clock::time_point::max(), check_at);
-  CHECK(urt::clock::now() >= check_at);
-  CHECK(b.get(b.counters.parks) == 1);
-  CHECK(b.get(b.counters.timer_spin_ns) == 0);
+  for (const channel ch : channels) {
+    CAPTURE(static_cast<int>(ch));
+    bench_parker b(at_release(), ch);
+    // 20 ms: long enough that a loaded machine reaches the park before it.
+    const auto check_at = urt::clock::now() + std::chrono::milliseconds{20};
+    b.idle(urt::clock::time_point::max(), check_at);
+    CHECK(urt::clock::now() >= check_at);
+    CHECK(b.get(b.counters.parks) == 1);
+    CHECK(b.get(b.counters.timer_spin_ns) == 0);
+  }
 }
 
 TEST_CASE("parker: a ring from another thread ends the park and an awake parker is not rung") {
-  bench_parker b(at_release());
+  for (const channel ch : channels) {
+  CAPTURE(static_cast<int>(ch));
+  bench_parker b(at_release(), ch);
   CHECK_FALSE(b.p.ring());  // not parking: no doorbell write
   std::atomic<bool> woke{false};
   std::thread ringer([&] {
@@ -121,6 +141,22 @@ TEST_CASE("parker: a ring from another thread ends the park and an awake parker 
   ringer.join();
   CHECK(b.get(b.counters.parks) == 1);
   CHECK(b.p.rings_received() == 1);
+  }
+}
+
+TEST_CASE("parker: I/O that becomes outstanding after the futex was chosen sends it round") {
+  bench_parker b(at_release());
+  // The first look chooses the futex; the re-check after the announcement
+  // sees I/O outstanding (an executor's count left 0 meanwhile) and
+  // returns without parking, so the worker's next idle waits in its
+  // reactor, where the completion can reach it.
+  int looks = 0;
+  const auto nothing = [] { return false; };
+  const auto io = [&looks] { return ++looks > 1; };
+  b.p.idle(urt::clock::time_point::max(), urt::clock::time_point::max(),
+           parker::wake_checks{nothing, nothing, io});
+  CHECK(looks == 2);
+  CHECK(b.get(b.counters.parks) == 0);
 }
 
 TEST_CASE("parker: a release within the advance of the clock's start does not wrap") {

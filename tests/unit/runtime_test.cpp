@@ -2,12 +2,14 @@
 #include <doctest/doctest.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/prctl.h>
 
 #include <array>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -101,6 +103,19 @@ void check_spawned_from_4_threads(const urt_test::shape& shape, int per_thread) 
 }
 
 }  // namespace
+
+TEST_CASE("runtime: workers run with 1 ns timer slack, so parked deadlines are not deferred") {
+  // A worker with nothing to run sleeps on its doorbell's futex until its
+  // next release; the kernel would let that deadline slip by the thread's
+  // timer slack (50 us for SCHED_OTHER by default).
+  urt::runtime rt(urt_test::synthetic_workers(2));
+  for (unsigned w = 0; w < 2; ++w) {
+    std::promise<int> slack;
+    rt.spawn({.priority = 10, .affinity = urt::worker_set{w}},
+             [&] { slack.set_value(::prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0)); });
+    CHECK(slack.get_future().get() == 1);
+  }
+}
 
 TEST_CASE("runtime: tasks spawned from 4 threads at once all run exactly once") {
   for (unsigned workers : {1u, 2u, 3u}) {
