@@ -10,7 +10,9 @@
 //                      condition variable at once; oneTBB's go back to its
 //                      thread pool and sleep), then t0 = steady_clock::now(),
 //                      one task is posted and records t1 on entry; t1 - t0
-//                      over 2000 samples, p50 and p99.
+//                      over 2000 samples, p50 and p99; and the CPU time
+//                      each pool's two threads used over the phase, per
+//                      sample (what its idling and waking cost).
 //   (c) urgent behind  10,000 tasks that each spin 1 us are queued at low
 //       10k            priority, then one urgent task is posted; the time from
 //                      its post to its start, 20 samples, p50 and max.
@@ -95,6 +97,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <mutex>
 #include <semaphore>
 #include <cstddef>
 #include <cstdint>
@@ -567,6 +570,43 @@ double urt_held_posting_ns(urt_executor& ex, int priority) {
   return posting.count() / throughput_tasks;
 }
 
+/// The CPU-time clocks of the two threads that run `ex`'s tasks, taken
+/// from inside one blocker on each (while_held checks they run at once).
+template <class Ex>
+std::vector<clockid_t> executor_thread_clocks(Ex& ex) {
+  static std::mutex m;
+  static std::vector<clockid_t> ids;
+  ids.clear();
+  while_held(
+      ex,
+      [](Ex& e, unsigned i) {
+        e.hold(i, [] {
+          clockid_t id{};
+          if (pthread_getcpuclockid(pthread_self(), &id) == 0) {
+            std::lock_guard lock(m);
+            ids.push_back(id);
+          }
+          g_gate.hold();
+        });
+      },
+      [] {});
+  g_gate.wait_released(threads_per_executor);
+  std::lock_guard lock(m);
+  return ids;
+}
+
+/// The CPU time those threads have used together; negative when one of
+/// them has exited since (its clock is gone).
+double threads_cpu_us(const std::vector<clockid_t>& ids) {
+  double total = 0;
+  for (const clockid_t id : ids) {
+    timespec ts{};
+    if (clock_gettime(id, &ts) != 0) return -1;
+    total += static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+  }
+  return total;
+}
+
 /// CPU time the calling thread has used.
 nanoseconds thread_cpu_time() noexcept {
   timespec ts{};
@@ -860,6 +900,13 @@ int main() {
   std::printf("\n");
 
   // (b) ---------------------------------------------------------------------
+  // Each pool's threads' CPU time over the whole phase: what idling and
+  // waking costs them (issue: faster wake-ups must not be bought with spin).
+  const std::vector<clockid_t> clocks[3] = {executor_thread_clocks(urt_ex),
+                                            executor_thread_clocks(asio_ex),
+                                            executor_thread_clocks(tbb_ex)};
+  double cpu_before[3];
+  for (int k = 0; k < 3; ++k) cpu_before[k] = threads_cpu_us(clocks[k]);
   const urt::worker_stats before_wake = urt_ex.totals();
   const auto record_wake = [](results& res, wake_result w) {
     res.wake_us.push_back(w.latency_us);
@@ -871,6 +918,13 @@ int main() {
     record_wake(rt, wake_sample(tbb_ex));
   }
   const urt::worker_stats after_wake = urt_ex.totals();
+  double wake_cpu_us[3];
+  for (int k = 0; k < 3; ++k) {
+    const double after = threads_cpu_us(clocks[k]);
+    wake_cpu_us[k] = cpu_before[k] < 0 || after < 0
+                         ? -1
+                         : (after - cpu_before[k]) / static_cast<double>(wake_samples);
+  }
   std::printf(
       "(b) idle wake, %d samples after %lld ms idle: urt parked %llu times and was rung %llu "
       "times during them\n",
@@ -884,6 +938,12 @@ int main() {
                 res->wake_same_cpu_us.size(), percentile(res->wake_same_cpu_us, 50),
                 res->wake_other_cpu_us.size(), percentile(res->wake_other_cpu_us, 50));
   }
+  std::printf("    CPU time of the pool's two threads per sample (%lld ms idle, then the wake-up "
+              "and the task), us: urt %s, asio %s, oneTBB %s\n",
+              static_cast<long long>(wake_idle.count()),
+              wake_cpu_us[0] < 0 ? "n/a" : fixed(wake_cpu_us[0], 2).c_str(),
+              wake_cpu_us[1] < 0 ? "n/a" : fixed(wake_cpu_us[1], 2).c_str(),
+              wake_cpu_us[2] < 0 ? "n/a" : fixed(wake_cpu_us[2], 2).c_str());
 
   // (c) ---------------------------------------------------------------------
   const bool main_fifo = set_main_fifo(main_fifo_priority);
