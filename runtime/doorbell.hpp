@@ -23,7 +23,7 @@
 // Either the owner's re-check sees the work, or the ringer sees the
 // channel; both fences are seq_cst, so they cannot both miss. The exchange
 // makes exactly one ringer pay the system call per parking episode. A
-// futex waiter sleeps only while the word still holds on_futex (the kernel
+// futex waiter sleeps only while the word still holds channel::futex (the kernel
 // compares it under the futex's lock), so a ring between the re-check and
 // the wait makes the wait return at once.
 //

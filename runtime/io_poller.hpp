@@ -23,7 +23,9 @@
 // Concurrency:
 //   - work_started() / work_finished(): any thread (a tracked executor is
 //     copied and destroyed wherever Asio moves its operation). The count is
-//     relaxed: it only decides whether the owner polls. An operation is
+//     relaxed: it decides whether the owner polls, and where it parks; for
+//     the latter the increment that leaves 0 is followed by a ring, whose
+//     seq_cst fence pairs with the parker's announcement (doorbell.hpp). An operation is
 //     registered with the reactor on the thread that starts it, before its
 //     completion can exist, and a count that reaches the owner late only
 //     delays the first poll to the next scheduling point that sees it.

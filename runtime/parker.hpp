@@ -1,9 +1,9 @@
 // parker: how a worker with nothing to run waits for work: spin for the
 // idle spin (fixed or adapted by idle_window), then park on its doorbell
 // until the next wake-up (on the doorbell's futex with that deadline, or,
-// with I/O outstanding, in the io_context with the alarm set for it), and for a timed release wake
-// early by the timer advance (fixed timer_spin, or learned by wake_advance)
-// and spin to the release. It owns the doorbell and the alarm. It never
+// with I/O outstanding, in the io_context with the alarm set for it); for
+// a timed release wake early by the timer advance (fixed timer_spin, or
+// learned by wake_advance) and spin to the release. It owns the doorbell and the alarm. It never
 // runs migration: the worker hands it the deadlines to wake for (the next
 // release, the token check the balancer asked for) and the checks that end
 // the wait early.

@@ -1,9 +1,8 @@
 #include "worker.hpp"
 
-#include <sys/prctl.h>
-
 #include <pthread.h>
 #include <sched.h>
+#include <sys/prctl.h>
 
 #include <algorithm>
 #include <cerrno>
