@@ -400,6 +400,7 @@ class synthetic_workers {
   }
   // Only read on a real system (worker_of_pu not empty); never here.
   [[nodiscard]] bool parking(unsigned) const noexcept { return false; }
+  [[nodiscard]] bool asleep(unsigned) const noexcept { return false; }
 
  private:
   struct alignas(64) counters {
@@ -463,7 +464,7 @@ spawn_result run_spawns(cpupri_layout layout, const workload& w, const spawn_wor
       placement_rotation rot;
       for (std::size_t i = 0; i < from_list; ++i) {
         const urt::priority_t p = priority_of(i);
-        const unsigned r = urt::detail::place_on(cp, workers, no_pus, p, affinity, cpupri::none, rot);
+        const unsigned r = urt::detail::place_on(cp, workers, no_pus, p, affinity, cpupri::none, -1, rot);
         if (checksum != nullptr) {
           *checksum = *checksum * 1000003u + r;
           if (cp.level(r) >= p) ++*remote;  // not below the task: the fallback's choice

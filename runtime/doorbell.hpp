@@ -18,11 +18,17 @@
 //   owner:  announce_parking(channel)  [word = channel; fence]  then
 //           re-check its inbox and state; park only if both are unchanged.
 //   ringer: publish the work (inbox enqueue, state store); ring()  [fence;
-//           if the word is not awake, exchange it to awake and wake the
-//           channel the exchange returned].
+//           if the word holds a channel, compare-exchange it to rung and,
+//           if that succeeded, wake the channel].
 // Either the owner's re-check sees the work, or the ringer sees the
-// channel; both fences are seq_cst, so they cannot both miss. The exchange
-// makes exactly one ringer pay the system call per parking episode. A
+// channel; both fences are seq_cst, so they cannot both miss. The
+// compare-exchange makes exactly one ringer pay the system call per
+// parking episode; a ringer that finds the word rung, or loses the
+// exchange, leaves the wake-up to the one that won (the owner, once awake,
+// re-checks before it parks again, so what it published is seen). The
+// word stays rung until the owner runs again and says so
+// (cancel_parking), so others can tell a worker that is being woken from
+// one that is awake (placement.hpp). A
 // futex waiter sleeps only while the word still holds channel::futex (the kernel
 // compares it under the futex's lock), so a ring between the re-check and
 // the wait makes the wait return at once.
@@ -84,8 +90,8 @@ class doorbell {
 
   /// Owner, after announce_parking(channel::futex) and its re-check:
   /// sleeps until a ring or until `until` (time_point::max(): no
-  /// deadline). True when a ring ended it (the word was exchanged to
-  /// awake), false at the deadline.
+  /// deadline). True when a ring ended it (the word was swapped to rung),
+  /// false at the deadline.
   bool wait(clock::time_point until) noexcept;
 
   /// Any thread, after publishing work: wakes the owner if it is parking.
@@ -94,10 +100,14 @@ class doorbell {
     // Pairs with the fence in announce_parking(): orders the ringer's
     // publication before its load of the word.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (word_.load(std::memory_order_relaxed) == awake) return false;
-    // acq_rel exchange: only the ringer that takes the channel wakes it.
-    const std::uint32_t was = word_.exchange(awake, std::memory_order_acq_rel);
-    if (was == awake) return false;
+    std::uint32_t was = word_.load(std::memory_order_relaxed);
+    if (was == awake || was == rung) return false;
+    // acq_rel: only the ringer that swaps the channel for rung wakes it;
+    // one attempt (a failure means another ringer won or the owner woke).
+    if (!word_.compare_exchange_strong(was, rung, std::memory_order_acq_rel,
+                                       std::memory_order_relaxed)) {
+      return false;
+    }
     if (was == static_cast<std::uint32_t>(channel::futex)) {
       wake_futex();
     } else {
@@ -106,10 +116,17 @@ class doorbell {
     return true;
   }
 
-  /// Any thread: whether the owner has announced that it is parking (a
-  /// hint; relaxed, may be stale either way).
+  /// Any thread: whether the owner has announced that it is parking and
+  /// not run since (asleep, or rung and not yet running). A hint; relaxed,
+  /// may be stale either way.
   [[nodiscard]] bool parking() const noexcept {
     return word_.load(std::memory_order_relaxed) != awake;
+  }
+  /// Any thread: whether the owner is parking and nobody has rung it yet.
+  /// A hint, as parking().
+  [[nodiscard]] bool asleep() const noexcept {
+    const std::uint32_t w = word_.load(std::memory_order_relaxed);
+    return w != awake && w != rung;
   }
 
   /// Rings that woke the owner (completed reactor waits and rung futex
@@ -120,14 +137,15 @@ class doorbell {
 
  private:
   static constexpr std::uint32_t awake = 0;
+  static constexpr std::uint32_t rung = 3;  // after the channels
 
   void write_eventfd() noexcept;
   void wake_futex() noexcept;
 
   wakeup_fd fd_;
   std::atomic<std::uint64_t> futex_wakes_{0};  // owner-written
-  // The futex word: awake, or the channel the owner parks on. Written by
-  // ringers: a line of its own.
+  // The futex word: awake, the channel the owner parks on, or rung.
+  // Written by ringers: a line of its own.
   alignas(64) std::atomic<std::uint32_t> word_{awake};
 };
 

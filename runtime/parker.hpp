@@ -68,6 +68,8 @@ class parker {
   bool ring() noexcept { return bell_.ring(); }
   /// Any thread: whether the owner is (about to be) asleep on its doorbell.
   [[nodiscard]] bool parking() const noexcept { return bell_.parking(); }
+  /// Any thread: parking and not rung yet (doorbell::asleep()).
+  [[nodiscard]] bool asleep() const noexcept { return bell_.asleep(); }
   /// Doorbell writes that woke the owner (owner writes, anyone reads).
   [[nodiscard]] std::uint64_t rings_received() const noexcept { return bell_.received(); }
 

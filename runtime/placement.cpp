@@ -1,5 +1,7 @@
 #include "placement.hpp"
 
+#include <sched.h>
+
 #include "worker.hpp"
 
 namespace urt::detail {
@@ -11,6 +13,7 @@ struct runtime_workers {
   [[nodiscard]] std::size_t size() const noexcept { return all.size(); }
   [[nodiscard]] std::uint64_t load(unsigned w) const noexcept { return all[w]->load(); }
   [[nodiscard]] bool parking(unsigned w) const noexcept { return all[w]->parking(); }
+  [[nodiscard]] bool asleep(unsigned w) const noexcept { return all[w]->asleep(); }
 };
 
 }  // namespace
@@ -33,8 +36,10 @@ unsigned placement::place(priority_t priority, const worker_set* affinity,
                           const worker* self) const noexcept {
   // Per thread: concurrent placements start their scans at different places.
   thread_local placement_rotation rotation;
+  // An outside thread's CPU, on a real system only (rseq: no system call).
+  const int cpu = self == nullptr && !worker_of_pu_.empty() ? ::sched_getcpu() : -1;
   return place_on(prio_, runtime_workers{workers_}, worker_of_pu_, priority, affinity,
-                  self != nullptr ? self->id() : cpupri::none, rotation);
+                  self != nullptr ? self->id() : cpupri::none, cpu, rotation);
 }
 
 }  // namespace urt::detail

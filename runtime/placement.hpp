@@ -8,7 +8,6 @@
 // it writes nothing shared (its rotation counters are thread-local).
 #pragma once
 
-#include <sched.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -32,11 +31,14 @@ struct placement_rotation {
 };
 
 /// The placement decision on any view of the workers: `workers.size()`,
-/// `workers.load(w)` (accepted-but-unfinished tasks) and
-/// `workers.parking(w)`. `self` is the spawning task's worker, or
+/// `workers.load(w)` (accepted-but-unfinished tasks), `workers.parking(w)`
+/// (parked, or rung and not running yet) and `workers.asleep(w)` (parked,
+/// not rung yet). `self` is the spawning task's worker, or
 /// cpupri::none for an outside thread; `worker_of_pu` maps a PU OS index to
-/// its worker on a real system (empty otherwise). placement::place() runs
-/// it on the runtime's workers, urt-cpupri-bench on synthetic ones.
+/// its worker on a real system (empty otherwise), and `caller_cpu` is the
+/// CPU an outside caller runs on (-1: unknown). placement::place() runs it
+/// on the runtime's workers, urt-cpupri-bench and the tests on synthetic
+/// ones.
 ///
 /// select_task_rq_rt: stay on the spawning task's worker when it runs at a
 /// lower priority; else the lowest-priority worker cpupri finds below the
@@ -44,30 +46,46 @@ struct placement_rotation {
 /// overloaded, and push migration moves the task as soon as some worker
 /// drops below it); from an outside thread, the least-loaded worker in the
 /// affinity.
+///
+/// An outside caller's own CPU: its worker, when asleep, is preferred
+/// (wake-affine: a wake-up there is cheaper than an IPI to another CPU).
+/// Otherwise it is not running now, since the caller is: a task queued
+/// there waits until the caller blocks or the OS switches them (up to a
+/// time slice), while an awake worker on another CPU takes it at its next
+/// scheduling point. So such a worker, at the same cpupri level or lower,
+/// is preferred to it (not one that is parked or being woken).
 template <class Workers>
 unsigned place_on(const cpupri& prio, const Workers& workers,
                   std::span<const unsigned> worker_of_pu, priority_t priority,
-                  const worker_set* affinity, unsigned self, placement_rotation& rot) noexcept {
+                  const worker_set* affinity, unsigned self, int caller_cpu,
+                  placement_rotation& rot) noexcept {
   const auto n = static_cast<unsigned>(workers.size());
   if (n == 1) return 0;  // the only choice (a spec's affinity is checked before)
   const bool self_allowed =
       self < n && (affinity == nullptr || affinity->contains(self));
   if (self_allowed && prio.level(self) < priority) return self;
-  // The caller's worker; for an outside thread, the worker on the CPU it
-  // runs on when that worker is asleep, so that an idle pool wakes the
-  // nearest worker (wake-affine: a wake-up on the caller's CPU is cheaper
-  // than an IPI to another). An awake worker there would only compete with
-  // the caller for its CPU, so then no worker is preferred.
+  // The caller's worker; for an outside thread, the worker on its CPU.
   unsigned near = self < n ? self : cpupri::none;
-  if (self >= n && !worker_of_pu.empty()) {
-    const int cpu = ::sched_getcpu();
-    if (cpu >= 0 && static_cast<std::size_t>(cpu) < worker_of_pu.size()) {
-      const unsigned w = worker_of_pu[static_cast<std::size_t>(cpu)];
-      if (w != cpupri::none && workers.parking(w)) near = w;
-    }
+  unsigned mine = cpupri::none;
+  if (self >= n && caller_cpu >= 0 && static_cast<std::size_t>(caller_cpu) < worker_of_pu.size()) {
+    mine = worker_of_pu[static_cast<std::size_t>(caller_cpu)];
+    if (mine != cpupri::none && mine < n && workers.asleep(mine)) near = mine;
   }
-  const unsigned found = prio.find(priority, affinity, near, cpupri::none, rot.find++);
-  if (found != cpupri::none) return found;
+  const unsigned found = prio.find(priority, affinity, near, cpupri::none, rot.find);
+  ++rot.find;
+  if (found != cpupri::none) {
+    if (found != mine || near == mine) return found;
+    // The caller's own CPU's worker, not asleep (see above): an awake
+    // one at its level or lower, if the affinity has one.
+    worker_set others = affinity != nullptr ? *affinity : worker_set::first_n(n);
+    others.remove(mine);
+    if (others.empty()) return found;
+    const unsigned other = prio.find(priority, &others, cpupri::none, cpupri::none, rot.find);
+    return other != cpupri::none && prio.level(other) <= prio.level(found) &&
+                   !workers.parking(other)
+               ? other
+               : found;
+  }
   if (self_allowed) return self;
   // The least-loaded worker in the affinity; the scan starts at a rotating
   // offset so that equally loaded workers take turns.

@@ -102,6 +102,8 @@ class worker {
   }
   /// Any thread: whether the worker is (about to be) asleep on its doorbell.
   [[nodiscard]] bool parking() const noexcept { return parker_.parking(); }
+  /// Any thread: parked and not rung yet (a hint, see doorbell.hpp).
+  [[nodiscard]] bool asleep() const noexcept { return parker_.asleep(); }
 
   /// Accepted-but-unfinished tasks: the placement load. Relaxed and racy by
   /// design; a stale value only makes one placement less balanced. Reads
