@@ -147,6 +147,30 @@ TEST_CASE("doorbell: on the futex, a ring before the wait is not lost, and a dea
   bell.cancel_parking();
 }
 
+TEST_CASE("doorbell: a rung owner reads as parking but not asleep until it runs") {
+  asio::io_context io{1};
+  doorbell bell(io);
+  CHECK_FALSE(bell.parking());
+  CHECK_FALSE(bell.asleep());
+  for (const auto ch : {doorbell::channel::futex, doorbell::channel::reactor}) {
+    bell.arm();
+    bell.announce_parking(ch);
+    CHECK(bell.parking());
+    CHECK(bell.asleep());
+    CHECK(bell.ring());
+    // Being woken: placement must not take it for awake, nor for asleep.
+    CHECK(bell.parking());
+    CHECK_FALSE(bell.asleep());
+    CHECK_FALSE(bell.ring());  // rung already: nobody pays twice
+    bell.cancel_parking();     // the owner runs
+    CHECK_FALSE(bell.parking());
+    CHECK_FALSE(bell.asleep());
+    bell.disarm();
+    io.poll();
+    io.restart();
+  }
+}
+
 TEST_CASE("wakeup_fd: a write between drain() and arm() completes the new wait") {
   asio::io_context io{1};
   auto guard = asio::make_work_guard(io);

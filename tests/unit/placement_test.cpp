@@ -1,0 +1,128 @@
+// Tests of the placement decision (runtime/placement.hpp's place_on) on a
+// synthetic view of the workers: the caller's own CPU's worker is preferred
+// only while it is asleep; otherwise an awake worker elsewhere at its
+// cpupri level or lower takes the task. Single-threaded: the view's states
+// are plain fields.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "../topologies.hpp"
+#include "cpupri.hpp"
+#include "placement.hpp"
+
+using urt::cpupri_layout;
+using urt::worker_set;
+using urt::detail::cpupri;
+using urt::detail::place_on;
+using urt::detail::placement_rotation;
+
+namespace {
+
+enum class state { awake, asleep, rung };
+
+struct view {
+  std::vector<state> states;
+  [[nodiscard]] std::size_t size() const noexcept { return states.size(); }
+  [[nodiscard]] std::uint64_t load(unsigned) const noexcept { return 0; }
+  [[nodiscard]] bool parking(unsigned w) const noexcept { return states[w] != state::awake; }
+  [[nodiscard]] bool asleep(unsigned w) const noexcept { return states[w] == state::asleep; }
+};
+
+constexpr int outside_caller_cpu = 0;                // PU 0 hosts worker 0
+const std::vector<unsigned> worker_of_pu = {0, 1, 2, 3};  // PU i -> worker i
+
+
+// Where an outside thread on CPU 0 places a task of `priority`, for every
+// rotation (the answer must not depend on where the scan starts).
+std::vector<unsigned> places_from_cpu0(const cpupri& prio, const view& v, int priority,
+                                       const worker_set* affinity = nullptr) {
+  std::vector<unsigned> got;
+  for (unsigned r = 0; r < 8; ++r) {
+    placement_rotation rot{r, r};
+    got.push_back(place_on(prio, v, worker_of_pu, priority, affinity, cpupri::none,
+                           outside_caller_cpu, rot));
+  }
+  return got;
+}
+
+// The same with the caller's CPU unknown: cpupri's plain answer.
+std::vector<unsigned> places_plain(const cpupri& prio, const view& v, int priority) {
+  std::vector<unsigned> got;
+  for (unsigned r = 0; r < 8; ++r) {
+    placement_rotation rot{r, r};
+    got.push_back(place_on(prio, v, worker_of_pu, priority, nullptr, cpupri::none, -1, rot));
+  }
+  return got;
+}
+
+bool all(const std::vector<unsigned>& got, unsigned w) {
+  for (unsigned g : got) {
+    if (g != w) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("placement: the caller's CPU-mate worker, not asleep, yields to an awake peer") {
+  for (const cpupri_layout layout : {cpupri_layout::global, cpupri_layout::per_llc_bytes}) {
+    CAPTURE(static_cast<int>(layout));
+    // Four workers in one LLC: 0 and 1 run level-1 tasks, 2 and 3 run
+    // above the task's priority (never candidates).
+    cpupri prio(layout, urt_test::places(urt_test::flat));
+    prio.set(0, 1);
+    prio.set(1, 1);
+    prio.set(2, 95);
+    prio.set(3, 95);
+    view v{{state::awake, state::awake, state::awake, state::awake}};
+    // Worker 0 shares the caller's CPU and is not running: worker 1 takes it.
+    CHECK(all(places_from_cpu0(prio, v, 90), 1));
+    // Asleep, worker 0 is woken there (wake-affine) when it is a candidate.
+    prio.set(0, cpupri::level_idle);
+    v.states[0] = state::asleep;
+    CHECK(all(places_from_cpu0(prio, v, 90), 0));
+    // Rung and not yet running, worker 0 is no longer preferred, and a
+    // peer that is itself being woken (or asleep) is no better than it:
+    // cpupri's plain answer, whichever the rotation gives.
+    prio.set(0, 1);
+    for (const state peer : {state::rung, state::asleep}) {
+      v.states[1] = peer;
+      for (const state mine : {state::rung, state::awake}) {
+        v.states[0] = mine;
+        CHECK(places_from_cpu0(prio, v, 90) == places_plain(prio, v, 90));
+      }
+    }
+    v.states[0] = state::awake;
+    // The peer runs a higher level than worker 0: worker 0 stays the answer.
+    v.states[1] = state::awake;
+    prio.set(1, 50);
+    CHECK(all(places_from_cpu0(prio, v, 90), 0));
+    // Outside the affinity the peer is no alternative.
+    prio.set(1, 1);
+    const worker_set only0{0};
+    CHECK(all(places_from_cpu0(prio, v, 90, &only0), 0));
+    // Nobody else below the task's priority: worker 0 it is.
+    prio.set(1, 95);
+    CHECK(all(places_from_cpu0(prio, v, 90), 0));
+  }
+}
+
+TEST_CASE("placement: a caller on a CPU with no worker, or a task's own spawn, is unchanged") {
+  cpupri prio(cpupri_layout::per_llc_bytes, urt_test::places(urt_test::flat));
+  prio.set(0, 1);
+  prio.set(1, 1);
+  prio.set(2, 95);
+  prio.set(3, 95);
+  const view v{{state::awake, state::awake, state::awake, state::awake}};
+  placement_rotation rot;
+  // CPU 7 has no worker: the plain cpupri answer, worker 0 or 1.
+  const unsigned w = place_on(prio, v, worker_of_pu, 90, nullptr, cpupri::none, 7, rot);
+  CHECK(w < 2);
+  // A task on worker 0 spawning at a priority above its own stays on
+  // worker 0's cpupri rule (its own worker when lower, else a lower one).
+  CHECK(place_on(prio, v, worker_of_pu, 90, nullptr, 0, outside_caller_cpu, rot) < 2);
+  prio.set(0, 0);
+  CHECK(place_on(prio, v, worker_of_pu, 90, nullptr, 0, outside_caller_cpu, rot) == 0);
+}
