@@ -28,10 +28,10 @@
 // re-checks before it parks again, so what it published is seen). The
 // word stays rung until the owner runs again and says so
 // (cancel_parking), so others can tell a worker that is being woken from
-// one that is awake (placement.hpp). A
-// futex waiter sleeps only while the word still holds channel::futex (the kernel
-// compares it under the futex's lock), so a ring between the re-check and
-// the wait makes the wait return at once.
+// one that is awake (placement.hpp). A futex waiter sleeps only while the
+// word still holds channel::futex (the kernel compares it under the
+// futex's lock), so a ring between the re-check and the wait makes the
+// wait return at once.
 //
 // Concurrency: ring() from any number of threads, concurrently with the
 // owner; every other member only on the owner. ring() is wait-free.

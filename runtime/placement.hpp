@@ -8,7 +8,6 @@
 // it writes nothing shared (its rotation counters are thread-local).
 #pragma once
 
-
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -77,6 +76,7 @@ unsigned place_on(const cpupri& prio, const Workers& workers,
     if (found != mine || near == mine) return found;
     // The caller's own CPU's worker, not asleep (see above): an awake
     // one at its level or lower, if the affinity has one.
+    // (first_n cannot throw: n <= max_workers.)
     worker_set others = affinity != nullptr ? *affinity : worker_set::first_n(n);
     others.remove(mine);
     if (others.empty()) return found;
