@@ -901,7 +901,7 @@ int main() {
 
   // (b) ---------------------------------------------------------------------
   // Each pool's threads' CPU time over the whole phase: what idling and
-  // waking costs them (issue: faster wake-ups must not be bought with spin).
+  // waking costs them (a faster wake-up must not be bought with more spin).
   const std::vector<clockid_t> clocks[3] = {executor_thread_clocks(urt_ex),
                                             executor_thread_clocks(asio_ex),
                                             executor_thread_clocks(tbb_ex)};

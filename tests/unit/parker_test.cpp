@@ -79,18 +79,18 @@ TEST_CASE("parker: work already visible ends the wait before parking") {
 
 TEST_CASE("parker: parked for a release, it wakes by the alarm and never before the release") {
   for (const channel ch : channels) {
-  CAPTURE(static_cast<int>(ch));
-  bench_parker b(at_release(), ch);
-  for (int round = 1; round <= 3; ++round) {
-    // 20 ms, not less: under TSan on a loaded 2-CPU machine, 300 us could
-    // pass before the parker reached its park (CI saw it once), and a
-    // release already due is rightly not parked for.
-    const auto release = urt::clock::now() + std::chrono::milliseconds{20};
-    b.idle(release);
-    CHECK(urt::clock::now() >= release);
-    CHECK(b.get(b.counters.parks) == static_cast<std::uint64_t>(round));
-    CHECK(b.p.rings_received() == 0);
-  }
+    CAPTURE(static_cast<int>(ch));
+    bench_parker b(at_release(), ch);
+    for (int round = 1; round <= 3; ++round) {
+      // 20 ms, not less: under TSan on a loaded 2-CPU machine, 300 us could
+      // pass before the parker reached its park (CI saw it once), and a
+      // release already due is rightly not parked for.
+      const auto release = urt::clock::now() + std::chrono::milliseconds{20};
+      b.idle(release);
+      CHECK(urt::clock::now() >= release);
+      CHECK(b.get(b.counters.parks) == static_cast<std::uint64_t>(round));
+      CHECK(b.p.rings_received() == 0);
+    }
   }
 }
 
@@ -124,23 +124,23 @@ TEST_CASE("parker: a token deadline ends the park with no spin when no release i
 
 TEST_CASE("parker: a ring from another thread ends the park and an awake parker is not rung") {
   for (const channel ch : channels) {
-  CAPTURE(static_cast<int>(ch));
-  bench_parker b(at_release(), ch);
-  CHECK_FALSE(b.p.ring());  // not parking: no doorbell write
-  std::atomic<bool> woke{false};
-  std::thread ringer([&] {
-    // Ring once it parks (parking() may be seen early: then the ring is
-    // seen by its re-check, and it does not park at all).
-    while (!woke.load()) {
-      if (b.p.parking() && b.p.ring()) return;
-      std::this_thread::yield();
-    }
-  });
-  b.idle(urt::clock::time_point::max());
-  woke.store(true);
-  ringer.join();
-  CHECK(b.get(b.counters.parks) == 1);
-  CHECK(b.p.rings_received() == 1);
+    CAPTURE(static_cast<int>(ch));
+    bench_parker b(at_release(), ch);
+    CHECK_FALSE(b.p.ring());  // not parking: no doorbell write
+    std::atomic<bool> woke{false};
+    std::thread ringer([&] {
+      // Ring once it parks (parking() may be seen early: then the ring is
+      // seen by its re-check, and it does not park at all).
+      while (!woke.load()) {
+        if (b.p.parking() && b.p.ring()) return;
+        std::this_thread::yield();
+      }
+    });
+    b.idle(urt::clock::time_point::max());
+    woke.store(true);
+    ringer.join();
+    CHECK(b.get(b.counters.parks) == 1);
+    CHECK(b.p.rings_received() == 1);
   }
 }
 
