@@ -574,13 +574,12 @@ double urt_held_posting_ns(urt_executor& ex, int priority) {
 /// from inside one blocker on each (while_held checks they run at once).
 template <class Ex>
 std::vector<clockid_t> executor_thread_clocks(Ex& ex) {
-  static std::mutex m;
-  static std::vector<clockid_t> ids;
-  ids.clear();
+  std::mutex m;
+  std::vector<clockid_t> ids;
   while_held(
       ex,
-      [](Ex& e, unsigned i) {
-        e.hold(i, [] {
+      [&](Ex& e, unsigned i) {
+        e.hold(i, [&] {
           clockid_t id{};
           if (pthread_getcpuclockid(pthread_self(), &id) == 0) {
             std::lock_guard lock(m);

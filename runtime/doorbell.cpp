@@ -37,8 +37,8 @@ bool doorbell::wait(clock::time_point until) noexcept {
                 std::atomic<std::uint32_t>::is_always_lock_free);
   auto* addr = reinterpret_cast<std::uint32_t*>(&word_);
   for (;;) {
-    // Acquire: pairs with the exchange in ring(); the owner then sees what
-    // the ringer published before it rang.
+    // Acquire: pairs with the release of ring()'s compare-exchange; the
+    // owner then sees what the ringer published before it rang.
     if (word_.load(std::memory_order_acquire) != futex_word) break;
     const long r = ::syscall(SYS_futex, addr, FUTEX_WAIT_BITSET_PRIVATE, futex_word, deadline,
                              nullptr, FUTEX_BITSET_MATCH_ANY);

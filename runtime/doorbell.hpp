@@ -102,8 +102,9 @@ class doorbell {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     std::uint32_t was = word_.load(std::memory_order_relaxed);
     if (was == awake || was == rung) return false;
-    // acq_rel: only the ringer that swaps the channel for rung wakes it;
-    // one attempt (a failure means another ringer won or the owner woke).
+    // Only the ringer that swaps the channel for rung wakes it; one
+    // attempt (a failure means another ringer won or the owner woke).
+    // acq_rel: its release pairs with the acquire loads in wait().
     if (!word_.compare_exchange_strong(was, rung, std::memory_order_acq_rel,
                                        std::memory_order_relaxed)) {
       return false;
