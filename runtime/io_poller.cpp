@@ -6,16 +6,31 @@
 
 namespace urt::detail {
 
+namespace {
+// While a poll delivers completions, an executor never runs one inline
+// (urt::executor::execute), even when the poll runs inside a task's
+// preempt_point() at the task's own priority: it spawns it.
+struct delivering {
+  bool outer = std::exchange(current.delivering_io, true);
+  delivering() = default;
+  delivering(const delivering&) = delete;
+  delivering& operator=(const delivering&) = delete;
+  ~delivering() { current.delivering_io = outer; }
+};
+}  // namespace
+
+std::size_t io_poller::rescue() {
+  if (!lease_.try_acquire()) return 0;
+  const io_lease::held hold(lease_);
+  const delivering scope;
+  return io_.poll();
+}
+
 std::size_t io_poller::poll(clock::time_point now) {
   last_ = now;
   poll_soon_ = false;
-  // While the poll delivers completions, an executor never runs one inline
-  // (urt::executor::execute), even when the poll runs inside a task's
-  // preempt_point() at the task's own priority: it spawns it.
-  struct delivering {
-    bool outer = std::exchange(current.delivering_io, true);
-    ~delivering() { current.delivering_io = outer; }
-  } scope;
+  lease_.looked(now);
+  const delivering scope;
   const std::size_t ran = io_.poll();
   polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   handlers_.store(handlers_.load(std::memory_order_relaxed) + ran, std::memory_order_relaxed);

@@ -29,6 +29,9 @@
 //     registered with the reactor on the thread that starts it, before its
 //     completion can exist, and a count that reaches the owner late only
 //     delays the first poll to the next scheduling point that sees it.
+//   - rescue(): any thread, when the owner has not looked into its reactor
+//     for a while (io_rescue.hpp); it and the owner's own polls and parked
+//     waits take turns through the lease (io_rescue.hpp).
 //   - everything else: the owner only.
 #pragma once
 
@@ -38,6 +41,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "io_rescue.hpp"
 #include "urt/options.hpp"
 #include "urt/timer.hpp"
 
@@ -71,8 +75,19 @@ class io_poller {
     if (work_.load(std::memory_order_relaxed) <= 0) return 0;
     const clock::time_point now = clock::now();
     if (!poll_soon_ && now - last_ < cfg_.interval) return 0;
+    if (!lease_.try_acquire()) return 0;  // a rescuer is polling it now
+    const io_lease::held hold(lease_);
     return poll(now);
   }
+  /// Any thread but the owner: polls the reactor for an owner that has not
+  /// looked into it for a while (io_rescue.hpp), unless someone is inside
+  /// it now. Returns the handlers it ran; exceptions from them propagate.
+  std::size_t rescue();
+  /// Any thread: when the owner last looked into its reactor (io_lease).
+  [[nodiscard]] clock::time_point last_look() const noexcept { return lease_.last_look(); }
+  /// The right to run the io_context (io_rescue.hpp): the owner's parked
+  /// wait takes it too.
+  [[nodiscard]] io_lease& lease() noexcept { return lease_; }
   /// Owner, after a parked wait that ran a handler other than the doorbell
   /// or the alarm: more completions may be queued behind it; the next
   /// scheduling point takes them in whatever the interval.
@@ -97,6 +112,7 @@ class io_poller {
   bool poll_soon_ = false;
   std::atomic<std::uint64_t> polls_{0};
   std::atomic<std::uint64_t> handlers_{0};
+  io_lease lease_;
   // Its own line: written by tracked executors on any thread, read by the
   // owner at every scheduling point.
   alignas(64) std::atomic<std::int64_t> work_{0};

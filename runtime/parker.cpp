@@ -9,8 +9,14 @@
 
 namespace urt::detail {
 
-parker::parker(asio::io_context& io, config cfg, worker_counters& counters)
-    : cfg_(cfg), counters_(counters), io_(io), bell_(io), alarm_(io), window_(cfg.idle_spin) {
+parker::parker(asio::io_context& io, io_lease& lease, config cfg, worker_counters& counters)
+    : cfg_(cfg),
+      counters_(counters),
+      io_(io),
+      lease_(lease),
+      bell_(io),
+      alarm_(io),
+      window_(cfg.idle_spin) {
   counters_.window_ns.store(cfg.idle_spin.count(), std::memory_order_relaxed);
 }
 
@@ -48,7 +54,24 @@ bool parker::idle(clock::time_point release, clock::time_point token_check, wake
   // wait, so it sleeps on the doorbell's futex (doorbell.hpp). Else in the
   // reactor, where a completion ends it too.
   const bool in_reactor = checks.io_outstanding();
+  // In the reactor, the wait and the doorbell's and alarm's state are the
+  // owner's alone until it has looked (io_rescue.hpp).
+  struct reactor_turn {
+    io_lease* lease = nullptr;
+    reactor_turn() = default;
+    reactor_turn(const reactor_turn&) = delete;
+    reactor_turn& operator=(const reactor_turn&) = delete;
+    void end(clock::time_point now) noexcept {
+      if (lease == nullptr) return;
+      lease->looked(now);
+      lease->release();
+      lease = nullptr;
+    }
+    ~reactor_turn() { end(clock::now()); }
+  } turn;
   if (in_reactor) {
+    lease_.acquire();
+    turn.lease = &lease_;
     if (wake != clock::time_point::max()) alarm_.set(wake);
     bell_.rearm();
   }
@@ -62,6 +85,7 @@ bool parker::idle(clock::time_point release, clock::time_point token_check, wake
   if (const auto now = clock::now();
       changed(now) || (!in_reactor && checks.io_outstanding())) {
     bell_.cancel_parking();
+    turn.end(now);
     spin_to(due, timer_wake, now, checks);
     return false;
   }
@@ -86,6 +110,7 @@ bool parker::idle(clock::time_point release, clock::time_point token_check, wake
   }
   bell_.cancel_parking();
   const auto woke = clock::now();
+  turn.end(woke);
   const bool by_alarm = futex_deadline || alarm_.fired() != alarms;
   const bool by_bell = bell_.received() != rings;
   if (by_alarm && wake == timer_wake && learning_advance()) {

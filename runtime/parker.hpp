@@ -10,7 +10,11 @@
 //
 // Concurrency: owner only, except ring() and parking(), which any thread
 // may call (the doorbell's protocol: doorbell.hpp), and the counters it
-// writes (worker_counters: relaxed statistics, read by anyone).
+// writes (worker_counters: relaxed statistics, read by anyone). Whatever it
+// does in the io_context (arming, the alarm, the parked wait) it does
+// holding the io_context's lease, so that a rescuer polling the context
+// for a stuck owner (io_rescue.hpp) never runs at the same time and the
+// doorbell's and alarm's handlers it may run are ordered with the owner's.
 // Progress: idle() blocks until a ring or the deadline; in the io_context
 // also until another handler of it (an I/O completion) runs.
 #pragma once
@@ -24,6 +28,7 @@
 #include "doorbell.hpp"
 #include "function_ref.hpp"
 #include "idle_window.hpp"
+#include "io_rescue.hpp"
 #include "urt/options.hpp"
 #include "urt/timer.hpp"
 #include "wake_advance.hpp"
@@ -54,12 +59,20 @@ class parker {
   };
 
   /// Creates the doorbell's eventfd and the alarm's timerfd in `io` (throws
-  /// std::system_error).
-  parker(asio::io_context& io, config cfg, worker_counters& counters);
+  /// std::system_error). `lease` is the right to run `io` (io_rescue.hpp):
+  /// the parker takes it for everything it does in `io`.
+  parker(asio::io_context& io, io_lease& lease, config cfg, worker_counters& counters);
 
   /// Owner, before its loop / after it: starts and ends the doorbell's wait.
-  void arm() { bell_.arm(); }
+  void arm() {
+    lease_.acquire();
+    const io_lease::held hold(lease_);
+    bell_.arm();
+    lease_.looked(clock::now());
+  }
   void disarm() {
+    lease_.acquire();
+    const io_lease::held hold(lease_);
     bell_.disarm();
     alarm_.disarm();
   }
@@ -99,6 +112,7 @@ class parker {
   const config cfg_;
   worker_counters& counters_;
   asio::io_context& io_;
+  io_lease& lease_;
   doorbell bell_;
   alarm alarm_;
   wake_advance advance_;  // timer_wake::adaptive: learned from parked wake-ups

@@ -60,6 +60,21 @@ class worker_inboxes final : public detail::stranded_peers {
   const std::vector<std::unique_ptr<worker>>& workers_;
 };
 
+// The idle workers' way to poll a stuck worker's reactor (io_rescue.hpp).
+class worker_reactors final : public detail::io_peers {
+ public:
+  explicit worker_reactors(const std::vector<std::unique_ptr<worker>>& workers)
+      : workers_(workers) {}
+  unsigned worker_count() const noexcept override {
+    return static_cast<unsigned>(workers_.size());
+  }
+  state look(unsigned w) const noexcept override { return workers_[w]->io_state(); }
+  std::size_t rescue(unsigned w) override { return workers_[w]->rescue_io(); }
+
+ private:
+  const std::vector<std::unique_ptr<worker>>& workers_;
+};
+
 }  // namespace
 
 struct runtime::impl {
@@ -84,6 +99,7 @@ struct runtime::impl {
   std::vector<std::unique_ptr<worker>> workers;
   worker_bells bells{workers};
   worker_inboxes strand_peers{workers};
+  worker_reactors reactors{workers};
   // By worker id, for the migrator: sized before the workers exist (the
   // migrator keeps a span over it), filled in as they are made.
   std::vector<detail::rt_queue*> queues;
@@ -149,6 +165,7 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
   strand = std::make_unique<detail::stranded_marks>(topo.workers());
   shared.strand = strand.get();
   shared.strand_peers = &strand_peers;
+  shared.reactors = &reactors;
   shared.bandwidth_params = bandwidth_params.get();
   shared.cids = cids.get();
   shared.owner = this;
@@ -332,6 +349,24 @@ urt::executor runtime::executor(const task_spec& spec) {
       (affinity == nullptr || affinity->contains(self->id()))) {
     home = self->id();
   }
+  return urt::executor(this, affinity, home, spec.priority, spec.group.id());
+}
+
+urt::executor runtime::executor(const task_spec& spec, unsigned home) {
+  impl_->check_spec(spec, "runtime::executor: task_spec");
+  if (const std::size_t n = worker_count(); home >= n) {
+    throw std::invalid_argument("runtime::executor: home: worker " + std::to_string(home) +
+                                " does not exist (the runtime has workers 0-" +
+                                std::to_string(n - 1) + ")");
+  }
+  if (spec.affinity && !spec.affinity->contains(home)) {
+    throw std::invalid_argument("runtime::executor: home: worker " + std::to_string(home) +
+                                " is outside task_spec.affinity");
+  }
+  if (impl_->shared.state.load(std::memory_order_acquire) != run_state::running) {
+    throw runtime_stopped("runtime::executor: the runtime is stopping or stopped");
+  }
+  const worker_set* affinity = spec.affinity ? impl_->intern(*spec.affinity) : nullptr;
   return urt::executor(this, affinity, home, spec.priority, spec.group.id());
 }
 

@@ -25,7 +25,7 @@ worker::worker(runtime_shared& shared, unsigned id)
     : shared_(shared),
       id_(id),
       io_poll_(io_, io_poller::config::from(*shared.options)),
-      parker_(io_, parker::config::from(*shared.options), counters_),
+      parker_(io_, io_poll_.lease(), parker::config::from(*shared.options), counters_),
       balancer_(id, balancer::config::from(*shared.options),
                 balancer::shared_parts{*shared.migrate, *shared.prio_map, *shared.overload,
                                        *shared.token, *shared.bells,
@@ -33,7 +33,9 @@ worker::worker(runtime_shared& shared, unsigned id)
                 q_, counters_),
       bandwidth_(shared.options->bandwidth, clock::now()),
       cids_(*shared.cids, id),
-      strand_watch_(id, shared.options->ipi_timeout) {}
+      strand_watch_(id, shared.options->ipi_timeout),
+      io_watch_(id, shared.options->io_poll_interval + shared.options->ipi_timeout,
+                shared.options->io_poll_interval) {}
 
 worker::~worker() {
   if (thread_.joinable()) thread_.join();
@@ -70,6 +72,8 @@ void worker::main(startup& st) {
   loop();
   qsbr::unregister_thread();
   parker_.disarm();
+  io_poll_.lease().acquire();  // a rescuer may still look in (io_rescue.hpp)
+  const io_lease::held hold(io_poll_.lease());
   work_.reset();
   io_.poll();  // completes the cancelled wait so its handler memory is freed
   current.self = nullptr;
@@ -496,6 +500,28 @@ void worker::idle(run_state seen) {
     }
     strand_check = watch.check;
   }
+  // A worker with I/O outstanding that has not looked into its reactor for
+  // too long (stuck in a task, or not given a CPU): poll it for it, and
+  // look again soon while it stays so (io_rescue.hpp). Not once stop()
+  // began, when completions are no longer delivered.
+  clock::time_point io_check = clock::time_point::max();
+  if (seen == run_state::running) {
+    const io_watch::plan io = io_watch_.before_idle(*shared_.reactors, clock::now());
+    if (io.rescue != io_watch::none) {
+      std::size_t ran = 0;
+      try {
+        ran = shared_.reactors->rescue(io.rescue);
+      } catch (...) {
+        handle_exception(std::current_exception());  // a completion's spawn failed
+        ran = 1;
+      }
+      if (ran > 0) {
+        worker_counters::bump_relaxed(counters_.io_rescued, ran);
+        return;  // run what the completions spawned here
+      }
+    }
+    io_check = io.check;
+  }
   const task_node* first_timer = timers_.top();
   // The idle spin polls the reactor too (parked, the worker waits in it).
   // A completion taken in here spawns its handler on this worker outside a
@@ -509,7 +535,7 @@ void worker::idle(run_state seen) {
   const auto io_outstanding = [this] { return io_poll_.outstanding() > 0; };
   // Holding FIFO back with nothing else to run (strict): wake when the
   // period ends and FIFO may run again.
-  clock::time_point wake_at = std::min(plan.token_check, strand_check);
+  clock::time_point wake_at = std::min({plan.token_check, strand_check, io_check});
   if (bandwidth_.active() && bandwidth_.holding()) wake_at = std::min(wake_at, bandwidth_.period_end());
   // Held groups' tasks wait for their periods to end.
   if (groups_.any_held()) wake_at = std::min(wake_at, groups_.next_end());
@@ -574,6 +600,7 @@ worker_stats worker::stats() const noexcept {
   s.remote_locks = get(q_.remote_locks);
   s.io_polls = io_poll_.polls();
   s.io_handlers = io_poll_.handlers();
+  s.io_rescued = get(c.io_rescued);
   s.timer_spin_ns = get(c.timer_spin_ns);
   s.idle_spin_ns = static_cast<std::uint64_t>(parker_.reported_idle_spin().count());
   s.timer_advance_ns = static_cast<std::uint64_t>(parker_.reported_timer_advance().count());

@@ -136,8 +136,18 @@ class worker {
   [[nodiscard]] unsigned cid(unsigned g) noexcept { return cids_.get(g); }
 
   /// The io_context of this worker's executors (urt/executor.hpp). Its
-  /// sockets and timers may be used from any thread; only the worker runs it.
+  /// sockets and timers may be used from any thread; only the worker runs
+  /// it, or a rescuer while the worker looks at it for too long
+  /// (io_rescue.hpp).
   [[nodiscard]] asio::io_context& io() noexcept { return io_; }
+  /// Any thread: what an idle worker's io_watch sees of this one.
+  [[nodiscard]] io_peers::state io_state() const noexcept {
+    return {.candidate = io_poll_.outstanding() > 0 && !parker_.parking(),
+            .last_look = io_poll_.last_look()};
+  }
+  /// Another worker, idle: polls this worker's reactor for it unless
+  /// someone is inside it (io_poller::rescue); the completions taken in.
+  std::size_t rescue_io() { return io_poll_.rescue(); }
   /// Any thread: a tracked executor of this worker was made (+1) or
   /// destroyed (-1) (io_poller.hpp). When the count leaves 0 the worker is
   /// rung: parked on its doorbell's futex, it would see no completion, so
@@ -218,7 +228,8 @@ class worker {
   // then counts itself out here (work_finished). It only keeps a reference
   // to io_ until then.
   io_poller io_poll_;
-  // Only this worker's thread runs it (hint 1). Asio's locking stays on:
+  // One thread at a time runs it (hint 1): this worker's, or an idle
+  // worker rescuing it, holding its lease (io_rescue.hpp). Asio's locking stays on:
   // sockets and timers made with this worker's executors may be created,
   // started and closed from any thread (urt/executor.hpp).
   asio::io_context io_{1};
@@ -229,6 +240,7 @@ class worker {
   group_budgets groups_;
   cid_user cids_;
   stranded_watch strand_watch_;
+  io_watch io_watch_;
   std::uint64_t bandwidth_version_ = 0;  // the parameter block bandwidth_ follows
   timer_queue timers_;
   bool series_ended_ = false;  // periodic series ended once stop() began

@@ -160,6 +160,12 @@ class runtime {
   /// bad spec, runtime_stopped once stop() has begun, std::length_error
   /// after max_executor_affinities distinct affinities.
   [[nodiscard]] urt::executor executor(const task_spec& spec = {});
+  /// The same with home worker `home`, wherever it is called from: its I/O
+  /// lives on that worker's reactor while its tasks may run on any worker
+  /// spec allows (a busy or preempted home's completions are taken in by
+  /// an idle worker: DESIGN.md, "Worker-owned I/O"). Throws
+  /// std::invalid_argument when `home` is not a worker spec allows.
+  [[nodiscard]] urt::executor executor(const task_spec& spec, unsigned home);
   /// Distinct affinities executors may carry: each is kept for the
   /// runtime's life, so that an executor stays three words.
   static constexpr std::size_t max_executor_affinities = 4096;

@@ -50,6 +50,7 @@ struct worker_stats {
   // Worker-owned I/O (urt/executor.hpp, runtime_options::io_poll_interval):
   std::uint64_t io_polls = 0;     ///< reactor polls at scheduling points (parked waits not counted)
   std::uint64_t io_handlers = 0;  ///< completions taken in, by those polls and parked waits
+  std::uint64_t io_rescued = 0;   ///< completions this worker took from a stuck peer's reactor
 
   worker_stats& operator+=(const worker_stats& o) noexcept {
     accepted += o.accepted;
@@ -78,6 +79,7 @@ struct worker_stats {
     overrun_events += o.overrun_events;
     io_polls += o.io_polls;
     io_handlers += o.io_handlers;
+    io_rescued += o.io_rescued;
     timer_advance_ns = timer_advance_ns > o.timer_advance_ns ? timer_advance_ns : o.timer_advance_ns;
     idle_spin_ns = idle_spin_ns > o.idle_spin_ns ? idle_spin_ns : o.idle_spin_ns;
     return *this;

@@ -327,6 +327,74 @@ TEST_CASE("executor: equal only with equal runtime, priority, affinity and group
   CHECK(a != asio::require(a, asio::execution::blocking.never));
 }
 
+TEST_CASE("executor: a chosen home carries the I/O, not the affinity") {
+  urt::runtime rt(urt_test::synthetic_workers(4));
+  const urt::executor at3 = rt.executor({.priority = 40}, 3);
+  CHECK(at3.home_worker() == 3);
+  const urt::executor only3 = rt.executor({.affinity = urt::worker_set{3}});
+  CHECK(&asio::query(at3, asio::execution::context) ==
+        &asio::query(only3, asio::execution::context));
+  CHECK(&asio::query(at3, asio::execution::context) !=
+        &asio::query(rt.executor({}, 1), asio::execution::context));
+  // From a task on worker 0, the chosen home still wins.
+  std::promise<unsigned> from_task;
+  rt.spawn({.priority = 10, .affinity = urt::worker_set{0}},
+           [&] { from_task.set_value(rt.executor({}, 2).home_worker()); });
+  CHECK(from_task.get_future().get() == 2);
+  // Its tasks are not kept on the home: the affinity (any) decides.
+  std::promise<seen> ran;
+  asio::post(at3, [&] { ran.set_value(here()); });
+  CHECK(ran.get_future().get().priority == 40);
+}
+
+TEST_CASE("executor: an idle worker takes in the completions of a home stuck in a task") {
+  // Worker 0 runs a task with no scheduling point; the timer's completion
+  // waits in its reactor. Worker 1, idle, polls that reactor for it
+  // (runtime/io_rescue.hpp): a handler its executor lets run anywhere runs
+  // on worker 1 while worker 0 is still stuck; one kept to worker 0 by its
+  // affinity is taken in all the same but runs on worker 0 afterwards.
+  urt::runtime rt(urt_test::synthetic_workers(2));
+  for (const bool kept : {false, true}) {
+    CAPTURE(kept);
+    const urt::executor ex = kept ? rt.executor({.priority = 40, .affinity = urt::worker_set{0}})
+                                  : rt.executor({.priority = 40}, 0);
+    REQUIRE(ex.home_worker() == 0);
+    const std::uint64_t rescued_before = rt.stats().total().io_rescued;
+    std::atomic<bool> started{false};
+    std::atomic<bool> fired{false};
+    std::promise<bool> rescued_while_stuck;
+    std::promise<seen> ran;
+    rt.spawn({.priority = 10, .affinity = urt::worker_set{0}}, [&] {
+      started.store(true);
+      // Stuck until the rescue happened (or, failing it, a bound far
+      // beyond any scheduling delay); no preempt_point().
+      const auto give_up = urt::clock::now() + 20s;
+      const auto rescued = [&] {
+        return kept ? rt.stats().total().io_rescued > rescued_before : fired.load();
+      };
+      while (!rescued() && urt::clock::now() < give_up) {
+      }
+      rescued_while_stuck.set_value(rescued());
+    });
+    while (!started.load()) std::this_thread::sleep_for(100us);
+    urt::net::steady_timer t(ex);
+    t.expires_after(0s);
+    t.async_wait([&](const std::error_code& ec) {
+      CHECK_FALSE(ec);
+      fired.store(true);
+      ran.set_value(here());
+    });
+    // A worker watches when it goes idle: worker 1 parked before the timer
+    // existed, so give it a task to come back from.
+    rt.spawn({.priority = 5, .affinity = urt::worker_set{1}}, [] {});
+    CHECK(rescued_while_stuck.get_future().get());
+    const seen s = ran.get_future().get();
+    CHECK(s.priority == 40);
+    CHECK(s.worker == (kept ? 0U : 1U));
+    CHECK(rt.stats().workers[1].io_rescued > 0);
+  }
+}
+
 TEST_CASE("executor: bad inputs get clear errors") {
   urt::runtime rt(urt_test::synthetic_workers(2));
   CHECK_THROWS_WITH_AS((void)urt::priority(100), "urt::priority: 100 is outside 0..99",
@@ -343,6 +411,13 @@ TEST_CASE("executor: bad inputs get clear errors") {
   CHECK_THROWS_WITH_AS((void)rt.executor({.affinity = urt::worker_set{5}}),
                        "runtime::executor: task_spec.affinity: worker 5 does not exist (the "
                        "runtime has workers 0-1)",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)rt.executor({}, 2),
+                       "runtime::executor: home: worker 2 does not exist (the runtime has "
+                       "workers 0-1)",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)rt.executor({.affinity = urt::worker_set{1}}, 0),
+                       "runtime::executor: home: worker 0 is outside task_spec.affinity",
                        std::invalid_argument);
   const urt::executor ex = rt.executor({.priority = 3});
   rt.stop();

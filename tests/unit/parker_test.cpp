@@ -24,7 +24,7 @@ enum class channel { reactor, futex };
 
 struct bench_parker {
   explicit bench_parker(parker::config cfg, channel ch = channel::futex)
-      : p(io, cfg, counters), io_outstanding(ch == channel::reactor) {
+      : p(io, lease, cfg, counters), io_outstanding(ch == channel::reactor) {
     p.arm();
   }
   ~bench_parker() {
@@ -43,6 +43,7 @@ struct bench_parker {
   std::uint64_t get(const std::atomic<std::uint64_t>& c) const { return c.load(); }
 
   asio::io_context io{1};
+  urt::detail::io_lease lease;
   worker_counters counters;
   parker p;
   bool io_outstanding;

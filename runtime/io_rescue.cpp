@@ -1,0 +1,41 @@
+#include "io_rescue.hpp"
+
+#include <algorithm>
+
+namespace urt::detail {
+
+io_watch::plan io_watch::before_idle(const io_peers& peers, clock::time_point now) noexcept {
+  plan p;
+  const unsigned n = peers.worker_count();
+  if (n < 2) return p;
+  const unsigned visits = std::min(span_, n - 1);
+  unsigned w = next_ % n;
+  unsigned seen = 0;
+  unsigned after = w;  // where the next look starts when nothing is rescued
+  while (seen < visits) {
+    if (w != self_) {
+      ++seen;
+      const io_peers::state s = peers.look(w);
+      if (s.candidate) {
+        // Saturates: a last look within `patience` of the clock's end is
+        // never stale (patience is at most max_wait, so this is far away).
+        const clock::time_point stale_at = s.last_look <= clock::time_point::max() - patience_
+                                               ? s.last_look + patience_
+                                               : clock::time_point::max();
+        if (now >= stale_at) {
+          p.rescue = w;
+          p.check = now + recheck_;
+          next_ = w;  // if it stays stuck, polled again at the next look
+          return p;
+        }
+        p.check = std::min(p.check, stale_at);
+      }
+    }
+    w = w + 1 == n ? 0 : w + 1;
+    after = w;
+  }
+  next_ = after;
+  return p;
+}
+
+}  // namespace urt::detail

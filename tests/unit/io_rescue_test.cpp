@@ -1,0 +1,204 @@
+// Tests of the reactor rescue (runtime/io_rescue.*): the lease between an
+// owner and its rescuers, and the idle worker's watch, driven
+// single-threaded over made-up peers and time points, up to 256 workers;
+// plus one two-thread run of the lease guarding a real io_context.
+#include <doctest/doctest.h>
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "io_rescue.hpp"
+
+using urt::detail::io_lease;
+using urt::detail::io_peers;
+using urt::detail::io_watch;
+using namespace std::chrono_literals;
+
+namespace {
+
+using tp = urt::clock::time_point;
+const tp t0 = tp{} + 1h;
+constexpr unsigned none = io_watch::none;
+
+// Made-up workers: who has I/O outstanding and is awake, when each looked
+// last, and the rescues asked of them.
+struct fake_peers final : io_peers {
+  explicit fake_peers(unsigned n) : states(n), rescues(n, 0) {
+    for (state& s : states) s.last_look = t0;
+  }
+  unsigned worker_count() const noexcept override { return static_cast<unsigned>(states.size()); }
+  state look(unsigned w) const noexcept override {
+    ++looks;
+    return states[w];
+  }
+  std::size_t rescue(unsigned w) override { return ++rescues[w]; }
+  void stuck(unsigned w, tp since) {
+    states[w].candidate = true;
+    states[w].last_look = since;
+  }
+
+  std::vector<state> states;
+  std::vector<std::size_t> rescues;
+  mutable unsigned looks = 0;
+};
+
+}  // namespace
+
+TEST_CASE("io_lease: one holder at a time, and the owner's looks are published") {
+  io_lease l;
+  CHECK(l.try_acquire());
+  CHECK_FALSE(l.try_acquire());  // a rescuer finds the owner inside
+  l.looked(t0 + 5us);
+  l.release();
+  CHECK(l.last_look() == t0 + 5us);
+  {
+    CHECK(l.try_acquire());
+    const io_lease::held hold(l);
+    CHECK_FALSE(l.try_acquire());
+  }
+  CHECK(l.try_acquire());  // held gave it back
+  l.release();
+  l.acquire();  // free: returns at once
+  CHECK_FALSE(l.try_acquire());
+  l.release();
+}
+
+TEST_CASE("io_watch: nobody with I/O, or everybody fresh, or parked: nothing to do") {
+  for (const unsigned n : {1u, 2u, 9u, 256u}) {
+    CAPTURE(n);
+    fake_peers peers(n);
+    io_watch watch(0, 110us, 10us);
+    io_watch::plan p = watch.before_idle(peers, t0 + 1s);
+    CHECK(p.rescue == none);
+    CHECK(p.check == tp::max());
+    if (n < 2) continue;
+    // Awake with I/O and fresh: not yet; wake when it would be stale.
+    peers.stuck(1, t0 + 1s - 10us);
+    io_watch fresh(0, 110us, 10us);
+    p = fresh.before_idle(peers, t0 + 1s);
+    CHECK(p.rescue == none);
+    CHECK(p.check == t0 + 1s + 100us);
+    // Parked (not a candidate) however old its look: the kernel wakes it.
+    peers.states[1].candidate = false;
+    peers.states[1].last_look = t0;
+    io_watch parked(0, 110us, 10us);
+    p = parked.before_idle(peers, t0 + 1s);
+    CHECK(p.rescue == none);
+    CHECK(p.check == tp::max());
+  }
+}
+
+TEST_CASE("io_watch: a stale worker is rescued, and again at every look while it stays so") {
+  fake_peers peers(4);
+  io_watch watch(0, 110us, 10us);
+  peers.stuck(2, t0);
+  io_watch::plan p = watch.before_idle(peers, t0 + 109us);
+  CHECK(p.rescue == none);
+  CHECK(p.check == t0 + 110us);  // the parker wakes it then
+  p = watch.before_idle(peers, t0 + 110us);
+  CHECK(p.rescue == 2);
+  CHECK(p.check == t0 + 120us);  // and looks again one poll interval later
+  for (int i = 1; i <= 5; ++i) {
+    p = watch.before_idle(peers, t0 + 120us + i * 10us);
+    CHECK(p.rescue == 2);
+  }
+  // It looked itself: fresh again, left alone until it is stale again.
+  peers.states[2].last_look = t0 + 200us;
+  p = watch.before_idle(peers, t0 + 205us);
+  CHECK(p.rescue == none);
+  CHECK(p.check == t0 + 310us);
+  // Never itself, even when its own state looks stale.
+  io_watch self(2, 110us, 10us);
+  peers.stuck(2, t0);
+  for (unsigned w : {0u, 1u, 3u}) peers.states[w].candidate = false;
+  CHECK(self.before_idle(peers, t0 + 1s).rescue == none);
+}
+
+TEST_CASE("io_watch: at 256 workers one look costs at most span peers and covers everyone in turn") {
+  const unsigned n = 256;
+  fake_peers peers(n);
+  io_watch watch(17, 110us, 10us);
+  peers.stuck(200, t0);
+  unsigned passes = 0;
+  io_watch::plan p;
+  do {
+    peers.looks = 0;
+    p = watch.before_idle(peers, t0 + 1ms);
+    CHECK(peers.looks <= io_watch::default_span);
+    ++passes;
+  } while (p.rescue == none && passes <= n);
+  CHECK(p.rescue == 200);
+  CHECK(passes <= n / io_watch::default_span + 1);
+  // A second stale worker is found once the first looks again.
+  peers.stuck(5, t0);
+  peers.states[200].last_look = t0 + 1ms;
+  passes = 0;
+  do {
+    p = watch.before_idle(peers, t0 + 1ms);
+    ++passes;
+  } while (p.rescue == none && passes <= n);
+  CHECK(p.rescue == 5);
+}
+
+TEST_CASE("io_watch: deadlines near the clock's end saturate") {
+  fake_peers peers(2);
+  io_watch watch(0, 1s, 1s);
+  peers.stuck(1, tp::max() - 1ms);
+  const io_watch::plan p = watch.before_idle(peers, tp::max() - 2ms);
+  CHECK(p.rescue == none);
+  CHECK(p.check == tp::max());
+}
+
+TEST_CASE("io_lease: an owner and a rescuer never run one io_context at once") {
+  // The owner polls at scheduling points (try) and parks (waits for the
+  // lease); the rescuer only tries. Handlers check they are alone.
+  asio::io_context io{1};
+  auto guard = asio::make_work_guard(io);  // a poll that empties it must not stop it
+  io_lease lease;
+  std::atomic<int> inside{0};
+  std::atomic<int> overlaps{0};
+  std::atomic<int> ran{0};
+  std::atomic<bool> done{false};
+  const auto handler = [&] {
+    if (inside.fetch_add(1) != 0) overlaps.fetch_add(1);
+    ran.fetch_add(1);
+    inside.fetch_sub(1);
+  };
+  constexpr int rounds = 20000;
+  std::thread rescuer([&] {
+    while (!done.load()) {
+      if (!lease.try_acquire()) continue;
+      const io_lease::held hold(lease);
+      io.poll();
+    }
+  });
+  int posted = 0;
+  for (int i = 0; i < rounds; ++i) {
+    asio::post(io, handler);
+    ++posted;
+    if (i % 2 == 0) {
+      if (lease.try_acquire()) {
+        const io_lease::held hold(lease);
+        io.poll();
+      }
+    } else {
+      lease.acquire();
+      const io_lease::held hold(lease);
+      io.poll();
+      lease.looked(urt::clock::now());
+    }
+  }
+  done.store(true);
+  rescuer.join();
+  io.poll();
+  CHECK(overlaps.load() == 0);
+  CHECK(ran.load() == posted);
+  guard.reset();
+}
