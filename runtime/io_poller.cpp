@@ -20,8 +20,8 @@ struct delivering {
 }  // namespace
 
 std::size_t io_poller::rescue() {
-  if (!lease_.try_acquire()) return 0;
-  const io_lease::held hold(lease_);
+  if (!lease_.try_share()) return 0;
+  const io_lease::shared hold(lease_);
   const delivering scope;
   return io_.poll();
 }

@@ -31,7 +31,7 @@
 //     delays the first poll to the next scheduling point that sees it.
 //   - rescue(): any thread, when the owner has not looked into its reactor
 //     for a while (io_rescue.hpp); it and the owner's own polls and parked
-//     waits take turns through the lease (io_rescue.hpp).
+//     waits share the context through the lease (io_rescue.hpp).
 //   - everything else: the owner only.
 #pragma once
 
@@ -75,13 +75,14 @@ class io_poller {
     if (work_.load(std::memory_order_relaxed) <= 0) return 0;
     const clock::time_point now = clock::now();
     if (!poll_soon_ && now - last_ < cfg_.interval) return 0;
-    if (!lease_.try_acquire()) return 0;  // a rescuer is polling it now
-    const io_lease::held hold(lease_);
+    // Never fails: only the owner holds it exclusively, and not here.
+    if (!lease_.try_share()) return 0;
+    const io_lease::shared hold(lease_);
     return poll(now);
   }
   /// Any thread but the owner: polls the reactor for an owner that has not
-  /// looked into it for a while (io_rescue.hpp), unless someone is inside
-  /// it now. Returns the handlers it ran; exceptions from them propagate.
+  /// looked into it for a while (io_rescue.hpp), unless the owner is parked
+  /// in it. Returns the handlers it ran; exceptions from them propagate.
   std::size_t rescue();
   /// Any thread: when the owner last looked into its reactor (io_lease).
   [[nodiscard]] clock::time_point last_look() const noexcept { return lease_.last_look(); }

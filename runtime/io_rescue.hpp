@@ -10,25 +10,32 @@
 // handler's task from the rescuer, so a handler whose executor allows the
 // rescuer runs there at once, and one kept to its home by its affinity
 // goes to the home's inbox (where the stranded watch can take it in).
+// Completions of one worker may so be handled on two threads at once, as
+// with any io_context that several threads run: handlers that share state
+// need a strand (urt-kv gives each connection one).
 //
-// io_lease (one per worker, in its io_poller): the right to run the
-// worker's io_context. Asio would let two threads poll one context at
-// once, but the owner's parked wait must see the completion that ends it
-// (the doorbell's, the alarm's) and the parker's wakeup_fds are owner
-// state their handlers write: so exactly one thread is ever inside the
-// context, the owner or one rescuer.
-//   - the owner: try_acquire() for a poll at a scheduling point (a rescuer
-//     holding it is polling for it: skip the poll); acquire() (spins; a
-//     rescuer holds it for one zero-timeout poll) for its parked wait in
-//     the reactor, for arming and disarming the parker, and at exit.
-//   - a rescuer: try_acquire() only; it never waits for an owner.
-//   - looked(now): the owner, holding the lease, after each look into its
-//     reactor (a poll, or the end of a parked wait); last_look() any
-//     thread. Relaxed: a stale value only moves a rescue by one idle pass.
-//   Acquire/release: the acquire exchange in try_acquire() pairs with the
-//   release store in release() of the previous holder, so everything the
-//   previous holder did in the context (and the handlers it ran, which
-//   write the parker's wakeup_fds) happens before the next holder's use.
+// io_lease (one per worker, in its io_poller): who may run the worker's
+// io_context. Asio lets threads poll one context at once, and any number
+// of polls may run together (shared holds): the owner's own polls at its
+// scheduling points and rescuers' polls. Only the owner's parked wait is
+// exclusive (with arming and disarming the parker, and its exit): the
+// wait must see the completion that ends it (the doorbell's, the alarm's)
+// and the parker's wakeup_fds are owner state their handlers write.
+// Exclusive waits out the shared holds; no shared hold begins while the
+// owner holds it exclusively.
+//   - try_share() / unshare(): any thread; never waits. The owner's own
+//     polls always get it (nobody else holds it exclusively).
+//   - lock() / unlock(): the owner only; lock() waits for the polls inside
+//     to end (one zero-timeout epoll_wait and the spawns of its handlers).
+//   - looked(now): the owner, after each look into its reactor (a poll, or
+//     the end of a parked wait); last_look() any thread. Relaxed: a stale
+//     value only moves a rescue by one idle pass.
+//   Ordering: try_share()'s acquire CAS pairs with unlock()'s release store;
+//   lock()'s acquire loads pair with unshare()'s release decrements. So
+//   everything a rescuer did in the context (the handlers it ran, which may
+//   write the parker's wakeup_fds) happens before the owner's next
+//   exclusive hold, and the owner's exclusive hold before the next
+//   rescuer's poll.
 //
 // io_watch (one per worker, owner only): before parking, an idle worker
 // looks at up to `span` other workers, from where its last look ended. A
@@ -60,21 +67,29 @@ namespace urt::detail {
 
 class io_lease {
  public:
-  /// Any thread: takes the lease if it is free.
-  bool try_acquire() noexcept {
-    // Relaxed pre-check: a rescuer that finds it held leaves the line alone.
-    // Acquire: pairs with the release store in release() (see the top).
-    return !held_.load(std::memory_order_relaxed) &&
-           !held_.exchange(true, std::memory_order_acquire);
+  /// Any thread: a shared hold (a poll), unless the owner holds it
+  /// exclusively.
+  bool try_share() noexcept {
+    std::uint32_t v = state_.load(std::memory_order_relaxed);
+    do {
+      if ((v & exclusive_bit) != 0) return false;
+      // Acquire: pairs with the release store in unlock().
+    } while (!state_.compare_exchange_weak(v, v + 1, std::memory_order_acquire,
+                                           std::memory_order_relaxed));
+    return true;
   }
-  /// Owner: takes the lease, waiting for a rescuer's poll to end.
-  void acquire() noexcept {
-    while (!try_acquire()) cpu_relax();
+  /// The shared holder: ends its hold. Release: pairs with lock()'s loads.
+  void unshare() noexcept { state_.fetch_sub(1, std::memory_order_release); }
+  /// Owner: an exclusive hold; waits for the shared holds inside to end.
+  void lock() noexcept {
+    // Acquire (both): pair with the release decrements in unshare().
+    state_.fetch_or(exclusive_bit, std::memory_order_acquire);
+    while ((state_.load(std::memory_order_acquire) & ~exclusive_bit) != 0) cpu_relax();
   }
-  /// The holder: gives it back. Release: pairs with try_acquire().
-  void release() noexcept { held_.store(false, std::memory_order_release); }
+  /// Owner: ends its exclusive hold. Release: pairs with try_share().
+  void unlock() noexcept { state_.store(0, std::memory_order_release); }
 
-  /// Owner, holding the lease: it looked into its reactor at `now`.
+  /// Owner: it looked into its reactor at `now`.
   void looked(clock::time_point now) noexcept {
     last_look_ns_.store(now.time_since_epoch().count(), std::memory_order_relaxed);
   }
@@ -83,21 +98,33 @@ class io_lease {
     return clock::time_point(clock::duration(last_look_ns_.load(std::memory_order_relaxed)));
   }
 
-  /// Releases on scope exit a lease taken by the caller.
-  class held {
+  /// Ends on scope exit a shared hold the caller got.
+  class shared {
    public:
-    explicit held(io_lease& l) noexcept : l_(l) {}
-    held(const held&) = delete;
-    held& operator=(const held&) = delete;
-    ~held() { l_.release(); }
+    explicit shared(io_lease& l) noexcept : l_(l) {}
+    shared(const shared&) = delete;
+    shared& operator=(const shared&) = delete;
+    ~shared() { l_.unshare(); }
+
+   private:
+    io_lease& l_;
+  };
+  /// The owner's exclusive hold for a scope.
+  class exclusive {
+   public:
+    explicit exclusive(io_lease& l) noexcept : l_(l) { l_.lock(); }
+    exclusive(const exclusive&) = delete;
+    exclusive& operator=(const exclusive&) = delete;
+    ~exclusive() { l_.unlock(); }
 
    private:
     io_lease& l_;
   };
 
  private:
-  // Its own line: rescuers read it while the owner writes its other lines.
-  alignas(64) std::atomic<bool> held_{false};
+  static constexpr std::uint32_t exclusive_bit = 1U << 31;
+  // Its own line: rescuers write it while the owner writes its other lines.
+  alignas(64) std::atomic<std::uint32_t> state_{0};  // exclusive_bit | shared holds
   std::atomic<clock::rep> last_look_ns_{0};
 };
 

@@ -64,13 +64,13 @@ bool parker::idle(clock::time_point release, clock::time_point token_check, wake
     void end(clock::time_point now) noexcept {
       if (lease == nullptr) return;
       lease->looked(now);
-      lease->release();
+      lease->unlock();
       lease = nullptr;
     }
     ~reactor_turn() { end(clock::now()); }
   } turn;
   if (in_reactor) {
-    lease_.acquire();
+    lease_.lock();
     turn.lease = &lease_;
     if (wake != clock::time_point::max()) alarm_.set(wake);
     bell_.rearm();

@@ -12,9 +12,9 @@
 // may call (the doorbell's protocol: doorbell.hpp), and the counters it
 // writes (worker_counters: relaxed statistics, read by anyone). Whatever it
 // does in the io_context (arming, the alarm, the parked wait) it does
-// holding the io_context's lease, so that a rescuer polling the context
-// for a stuck owner (io_rescue.hpp) never runs at the same time and the
-// doorbell's and alarm's handlers it may run are ordered with the owner's.
+// holding the io_context's lease exclusively, so that no rescuer polling
+// the context for a stuck owner (io_rescue.hpp) runs at the same time and
+// the doorbell's and alarm's handlers a rescuer ran are ordered with it.
 // Progress: idle() blocks until a ring or the deadline; in the io_context
 // also until another handler of it (an I/O completion) runs.
 #pragma once
@@ -65,14 +65,12 @@ class parker {
 
   /// Owner, before its loop / after it: starts and ends the doorbell's wait.
   void arm() {
-    lease_.acquire();
-    const io_lease::held hold(lease_);
+    const io_lease::exclusive hold(lease_);
     bell_.arm();
     lease_.looked(clock::now());
   }
   void disarm() {
-    lease_.acquire();
-    const io_lease::held hold(lease_);
+    const io_lease::exclusive hold(lease_);
     bell_.disarm();
     alarm_.disarm();
   }

@@ -72,8 +72,7 @@ void worker::main(startup& st) {
   loop();
   qsbr::unregister_thread();
   parker_.disarm();
-  io_poll_.lease().acquire();  // a rescuer may still look in (io_rescue.hpp)
-  const io_lease::held hold(io_poll_.lease());
+  const io_lease::exclusive hold(io_poll_.lease());  // a rescuer may still look in
   work_.reset();
   io_.poll();  // completes the cancelled wait so its handler memory is freed
   current.self = nullptr;

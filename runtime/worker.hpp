@@ -228,8 +228,9 @@ class worker {
   // then counts itself out here (work_finished). It only keeps a reference
   // to io_ until then.
   io_poller io_poll_;
-  // One thread at a time runs it (hint 1): this worker's, or an idle
-  // worker rescuing it, holding its lease (io_rescue.hpp). Asio's locking stays on:
+  // Run by this worker's thread and, while it is stuck, by idle workers
+  // rescuing it, through its lease (io_rescue.hpp); hint 1 (mostly one
+  // thread). Asio's locking stays on:
   // sockets and timers made with this worker's executors may be created,
   // started and closed from any thread (urt/executor.hpp).
   asio::io_context io_{1};

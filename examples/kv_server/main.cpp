@@ -8,9 +8,14 @@
 // replies (pipelined requests: in order, one write per batch). What the two
 // modes do differently is where a command runs:
 //
-//   urt   Every connection lives on one worker (round robin at accept):
-//         its socket, its coroutine and its control commands are tasks of
-//         that worker at --control-priority. A bulk command (KEYS, WORK) is
+//   urt   Every connection's socket lives on one worker's reactor, its
+//         home (round robin at accept), and its coroutines and its closer
+//         share a strand over an executor at --control-priority, so they
+//         run one at a time; they run on whichever worker took the
+//         completion in: the home, or an idle worker that polled the
+//         reactor of a home busy in a long task or given no CPU by the OS
+//         (a client on the same CPUs; DESIGN.md, "Worker-owned I/O"). A
+//         bulk command (KEYS, WORK) is
 //         a child coroutine at --bulk-priority on whichever worker placement
 //         picks, and reaches a scheduling point every --slice-us: there the
 //         worker takes in the I/O completions that arrived (a control
@@ -86,13 +91,16 @@ using namespace std::chrono_literals;
 
 struct urt_mode {
   static constexpr bool is_urt = true;
-  using executor = urt::executor;
-  using socket = urt::net::tcp_socket;
-  using acceptor = urt::net::tcp_acceptor;
-  using timer = urt::net::steady_timer;
+  // A strand per connection, as in the baseline: its tasks may run on any
+  // worker, and a socket is not thread-safe.
+  using executor = asio::strand<urt::executor>;
+  using socket = asio::basic_stream_socket<asio::ip::tcp, executor>;
+  using acceptor = asio::basic_socket_acceptor<asio::ip::tcp, executor>;
+  using timer = asio::basic_waitable_timer<std::chrono::steady_clock,
+                                           asio::wait_traits<std::chrono::steady_clock>, executor>;
   template <class T = void>
-  using awaitable = urt::awaitable<T>;
-  static constexpr auto use_awaitable = urt::use_awaitable;
+  using awaitable = asio::awaitable<T, executor>;
+  static constexpr auto use_awaitable = asio::use_awaitable_t<executor>{};
   // urt's workers are QSBR readers already (online between parks).
   static void online() noexcept {}
   static void offline() noexcept {}
@@ -299,7 +307,7 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
       if (p.bulk == kv::bulk_kind::none) {
         open = kv::run_control(args, out, ctx);
       } else if constexpr (M::is_urt) {
-        co_await asio::co_spawn(*s.bulk, bulk_on_urt(s, p, out), urt::use_awaitable);
+        co_await asio::co_spawn(*s.bulk, bulk_on_urt(s, p, out), M::use_awaitable);
       } else {
         bulk_inline(s, p, out);
       }
@@ -498,35 +506,40 @@ int run_urt(server& s) {
   s.rt = &rt;
   s.threads = static_cast<unsigned>(rt.worker_count());
   s.bulk.emplace(rt.executor({.priority = s.opt.bulk_priority}));
+  // Each worker's control executor: its I/O lives on that worker, its
+  // tasks run on any worker (runtime::executor with a home).
   std::vector<urt::executor> per_worker;
   for (unsigned w = 0; w < s.threads; ++w) {
-    per_worker.push_back(rt.executor({.priority = s.opt.control_priority, .affinity = urt::worker_set{w}}));
+    per_worker.push_back(rt.executor({.priority = s.opt.control_priority}, w));
   }
   {
     // I/O objects are declared after the runtime: they must go before it.
-    const urt::executor& home = per_worker[0];
+    // The listeners and the signals share one strand (the handler closes
+    // the listeners).
+    const urt_mode::executor control = asio::make_strand(per_worker[0]);
     const auto any = asio::ip::make_address("127.0.0.1");
-    urt::net::tcp_acceptor acceptor(home, {any, static_cast<unsigned short>(s.opt.port)});
+    urt_mode::acceptor acceptor(control, {any, static_cast<unsigned short>(s.opt.port)});
     s.port = acceptor.local_endpoint().port();
-    std::optional<urt::net::tcp_acceptor> metrics;
+    std::optional<urt_mode::acceptor> metrics;
     std::optional<unsigned> metrics_port;
     if (s.opt.metrics_port) {
-      metrics.emplace(home, asio::ip::tcp::endpoint{any, static_cast<unsigned short>(*s.opt.metrics_port)});
+      metrics.emplace(control, asio::ip::tcp::endpoint{any, static_cast<unsigned short>(*s.opt.metrics_port)});
       metrics_port = metrics->local_endpoint().port();
     }
-    asio::basic_signal_set<urt::executor> signals(home, SIGINT, SIGTERM);
+    asio::basic_signal_set<urt_mode::executor> signals(control, SIGINT, SIGTERM);
     signals.async_wait([&](const std::error_code&, int) {
       shutdown(s);
       acceptor.close();
       if (metrics) metrics->close();
     });
     unsigned next = 0;
-    const auto round_robin = [&] { return per_worker[next++ % per_worker.size()]; };
+    const auto round_robin = [&] { return asio::make_strand(per_worker[next++ % per_worker.size()]); };
+    const auto on_first = [&] { return asio::make_strand(per_worker[0]); };
     s.begin();
-    asio::co_spawn(home, accept_loop<urt_mode>(s, acceptor, round_robin, false), asio::detached);
+    asio::co_spawn(control, accept_loop<urt_mode>(s, acceptor, round_robin, false), asio::detached);
     if (metrics) {
       s.begin();
-      asio::co_spawn(home, accept_loop<urt_mode>(s, *metrics, [&] { return home; }, true), asio::detached);
+      asio::co_spawn(control, accept_loop<urt_mode>(s, *metrics, on_first, true), asio::detached);
     }
     announce(s, metrics_port);
     wait_for_coroutines(s);

@@ -158,12 +158,13 @@ std::string info_text(const metrics_view& v, std::string_view section) {
     for (const urt::worker_stats& w : v.workers) {
       line(out,
            "worker_%u:pu=%u,accepted=%llu,completed=%llu,exceptions=%llu,parks=%llu,"
-           "doorbells=%llu,pushes=%llu,pulls=%llu,io_polls=%llu,io_handlers=%llu\r\n",
+           "doorbells=%llu,pushes=%llu,pulls=%llu,io_polls=%llu,io_handlers=%llu,io_rescued=%llu\r\n",
            w.worker, w.pu, static_cast<unsigned long long>(w.accepted),
            static_cast<unsigned long long>(w.completed), static_cast<unsigned long long>(w.exceptions),
            static_cast<unsigned long long>(w.parks), static_cast<unsigned long long>(w.doorbells),
            static_cast<unsigned long long>(w.pushes), static_cast<unsigned long long>(w.pulls),
-           static_cast<unsigned long long>(w.io_polls), static_cast<unsigned long long>(w.io_handlers));
+           static_cast<unsigned long long>(w.io_polls), static_cast<unsigned long long>(w.io_handlers),
+           static_cast<unsigned long long>(w.io_rescued));
     }
   }
   return out;
@@ -246,6 +247,8 @@ std::string prometheus_text(const metrics_view& v) {
         {"urt_worker_pulls_total", "Tasks the worker pulled from overloaded workers.", &urt::worker_stats::pulls},
         {"urt_worker_io_polls_total", "Reactor polls at scheduling points.", &urt::worker_stats::io_polls},
         {"urt_worker_io_handlers_total", "I/O completions the worker took in.", &urt::worker_stats::io_handlers},
+        {"urt_worker_io_rescued_total", "I/O completions the worker took from a stuck worker's reactor.",
+         &urt::worker_stats::io_rescued},
     };
     for (const field& f : fields) {
       metric(f.name, "counter", f.help);

@@ -51,23 +51,38 @@ struct fake_peers final : io_peers {
 
 }  // namespace
 
-TEST_CASE("io_lease: one holder at a time, and the owner's looks are published") {
+TEST_CASE("io_lease: polls share it, the owner's parked wait excludes them, looks are published") {
   io_lease l;
-  CHECK(l.try_acquire());
-  CHECK_FALSE(l.try_acquire());  // a rescuer finds the owner inside
+  CHECK(l.try_share());  // the owner's poll
+  CHECK(l.try_share());  // a rescuer's, at the same time
+  l.unshare();
+  l.unshare();
+  l.lock();  // nobody inside: at once
+  CHECK_FALSE(l.try_share());  // no rescuer while the owner is parked in it
   l.looked(t0 + 5us);
-  l.release();
+  l.unlock();
   CHECK(l.last_look() == t0 + 5us);
   {
-    CHECK(l.try_acquire());
-    const io_lease::held hold(l);
-    CHECK_FALSE(l.try_acquire());
+    const io_lease::exclusive hold(l);
+    CHECK_FALSE(l.try_share());
   }
-  CHECK(l.try_acquire());  // held gave it back
-  l.release();
-  l.acquire();  // free: returns at once
-  CHECK_FALSE(l.try_acquire());
-  l.release();
+  REQUIRE(l.try_share());
+  { const io_lease::shared hold(l); }
+  // The owner's lock waits for a poll inside to end.
+  REQUIRE(l.try_share());
+  std::atomic<bool> locked{false};
+  std::thread owner([&] {
+    l.lock();
+    locked.store(true);
+    l.unlock();
+  });
+  std::this_thread::sleep_for(5ms);
+  CHECK_FALSE(locked.load());  // still waiting (it cannot get in before unshare)
+  l.unshare();
+  owner.join();
+  CHECK(locked.load());
+  CHECK(l.try_share());
+  l.unshare();
 }
 
 TEST_CASE("io_watch: nobody with I/O, or everybody fresh, or parked: nothing to do") {
@@ -156,49 +171,55 @@ TEST_CASE("io_watch: deadlines near the clock's end saturate") {
   CHECK(p.check == tp::max());
 }
 
-TEST_CASE("io_lease: an owner and a rescuer never run one io_context at once") {
-  // The owner polls at scheduling points (try) and parks (waits for the
-  // lease); the rescuer only tries. Handlers check they are alone.
+TEST_CASE("io_lease: no poll runs inside the owner's exclusive hold") {
+  // Two rescuers poll whenever they may; the owner alternates polls
+  // (shared) and exclusive holds in which it runs the context itself.
+  // Handlers record whether they ran inside an exclusive hold on another
+  // thread.
   asio::io_context io{1};
   auto guard = asio::make_work_guard(io);  // a poll that empties it must not stop it
   io_lease lease;
-  std::atomic<int> inside{0};
-  std::atomic<int> overlaps{0};
+  std::atomic<bool> owner_exclusive{false};
+  std::atomic<std::thread::id> exclusive_thread{};
+  std::atomic<int> violations{0};
   std::atomic<int> ran{0};
   std::atomic<bool> done{false};
   const auto handler = [&] {
-    if (inside.fetch_add(1) != 0) overlaps.fetch_add(1);
+    if (owner_exclusive.load() && exclusive_thread.load() != std::this_thread::get_id()) {
+      violations.fetch_add(1);
+    }
     ran.fetch_add(1);
-    inside.fetch_sub(1);
   };
   constexpr int rounds = 20000;
-  std::thread rescuer([&] {
+  const auto rescue = [&] {
     while (!done.load()) {
-      if (!lease.try_acquire()) continue;
-      const io_lease::held hold(lease);
+      if (!lease.try_share()) continue;
+      const io_lease::shared hold(lease);
       io.poll();
     }
-  });
-  int posted = 0;
+  };
+  std::thread r1(rescue);
+  std::thread r2(rescue);
   for (int i = 0; i < rounds; ++i) {
     asio::post(io, handler);
-    ++posted;
     if (i % 2 == 0) {
-      if (lease.try_acquire()) {
-        const io_lease::held hold(lease);
-        io.poll();
-      }
-    } else {
-      lease.acquire();
-      const io_lease::held hold(lease);
+      REQUIRE(lease.try_share());  // the owner's poll always gets in
+      const io_lease::shared hold(lease);
       io.poll();
+    } else {
+      const io_lease::exclusive hold(lease);
+      exclusive_thread.store(std::this_thread::get_id());
+      owner_exclusive.store(true);
+      io.poll();
+      owner_exclusive.store(false);
       lease.looked(urt::clock::now());
     }
   }
   done.store(true);
-  rescuer.join();
+  r1.join();
+  r2.join();
   io.poll();
-  CHECK(overlaps.load() == 0);
-  CHECK(ran.load() == posted);
+  CHECK(violations.load() == 0);
+  CHECK(ran.load() == rounds);
   guard.reset();
 }
