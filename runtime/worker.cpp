@@ -514,10 +514,9 @@ void worker::idle(run_state seen) {
         handle_exception(std::current_exception());  // a completion's spawn failed
         ran = 1;
       }
-      if (ran > 0) {
-        worker_counters::bump_relaxed(counters_.io_rescued, ran);
-        return;  // run what the completions spawned here
-      }
+      if (ran > 0) worker_counters::bump_relaxed(counters_.io_rescued, ran);
+      const bool pulled = balancer_.acts_on_lowering() && balancer_.pull_from(io.rescue);
+      if (ran > 0 || pulled) return;  // run what the completions spawned here, or the pulled task
     }
     io_check = io.check;
   }
