@@ -174,6 +174,9 @@ struct runtime_options {
   /// a scheduling point before a lowering or idle worker pulls one task from
   /// it and sends the token on, so that one long task cannot stall
   /// migration; also the longest a worker waits for a push before pulling.
+  /// With io_poll_interval, it also says when an idle worker polls the
+  /// reactor of a peer that has not looked into it (io_poll_interval +
+  /// ipi_timeout: stuck in a task or not given a CPU) and pulls from it.
   /// Positive, at most max_wait. 100 us: the shortest at which a responsive
   /// holder served nearly all hops itself on urt-migration-bench
   /// (bench/README.md).
