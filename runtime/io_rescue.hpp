@@ -9,7 +9,9 @@
 // worker polls such a worker's reactor for it: each completion spawns its
 // handler's task from the rescuer, so a handler whose executor allows the
 // rescuer runs there at once, and one kept to its home by its affinity
-// goes to the home's inbox (where the stranded watch can take it in).
+// goes to the home's inbox (where the stranded watch can take it in). The
+// tasks the stuck worker's own polls spawned wait in its run queue as long:
+// the rescuer also pulls one of them per rescue (worker::idle).
 // Completions of one worker may so be handled on two threads at once, as
 // with any io_context that several threads run: handlers that share state
 // need a strand (urt-kv gives each connection one).

@@ -136,17 +136,17 @@ class worker {
   [[nodiscard]] unsigned cid(unsigned g) noexcept { return cids_.get(g); }
 
   /// The io_context of this worker's executors (urt/executor.hpp). Its
-  /// sockets and timers may be used from any thread; only the worker runs
-  /// it, or a rescuer while the worker looks at it for too long
-  /// (io_rescue.hpp).
+  /// sockets and timers may be used from any thread; the worker runs it,
+  /// and so does an idle worker when this one has not looked into it for
+  /// too long (io_rescue.hpp).
   [[nodiscard]] asio::io_context& io() noexcept { return io_; }
   /// Any thread: what an idle worker's io_watch sees of this one.
   [[nodiscard]] io_peers::state io_state() const noexcept {
     return {.candidate = io_poll_.outstanding() > 0 && !parker_.parking(),
             .last_look = io_poll_.last_look()};
   }
-  /// Another worker, idle: polls this worker's reactor for it unless
-  /// someone is inside it (io_poller::rescue); the completions taken in.
+  /// Another worker, idle: polls this worker's reactor for it unless this
+  /// one is parked in it (io_poller::rescue); the completions taken in.
   std::size_t rescue_io() { return io_poll_.rescue(); }
   /// Any thread: a tracked executor of this worker was made (+1) or
   /// destroyed (-1) (io_poller.hpp). When the count leaves 0 the worker is

@@ -1,7 +1,7 @@
 // Tests of the reactor rescue (runtime/io_rescue.*): the lease between an
 // owner and its rescuers, and the idle worker's watch, driven
 // single-threaded over made-up peers and time points, up to 256 workers;
-// plus one two-thread run of the lease guarding a real io_context.
+// plus one run of an owner and two rescuers sharing a real io_context.
 #include <doctest/doctest.h>
 
 #include <asio/executor_work_guard.hpp>
