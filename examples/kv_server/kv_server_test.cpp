@@ -434,7 +434,7 @@ TEST_CASE("options: defaults, values, and errors naming the option and the value
   CHECK(o.idle_timeout.count() == 0);
   CHECK(o.metrics_port == 9100u);
   CHECK(o.idle_spin == std::chrono::microseconds{0});
-  CHECK_FALSE(d.idle_spin.has_value());
+  CHECK(d.idle_spin == std::chrono::microseconds{500});
   struct row {
     std::vector<std::string> args;
     std::string message;

@@ -501,7 +501,7 @@ void wait_for_coroutines(server& s) {
 int run_urt(server& s) {
   urt::runtime_options ro;
   if (s.opt.threads != 0) ro.cpus = first_cpus(s.opt.threads);
-  if (s.opt.idle_spin) ro.idle_spin = *s.opt.idle_spin;
+  ro.idle_spin = s.opt.idle_spin;
   urt::runtime rt(ro);
   s.rt = &rt;
   s.threads = static_cast<unsigned>(rt.worker_count());

@@ -37,7 +37,7 @@ const char* usage_text() noexcept {
          "  --idle-timeout S       close a connection idle this long, 0 (never)..86400 (default 300)\n"
          "  --metrics-port N       also serve Prometheus metrics at http://127.0.0.1:N/metrics\n"
          "  --idle-spin-us N       urt mode: an idle worker spins at most N us before it parks,\n"
-         "                         0..10000 (default: the runtime's, 50)\n"
+         "                         0..10000, adapted below it (default 500)\n"
          "  --help                 this text\n"
          "Prints \"listening on 127.0.0.1:<port>\" once it accepts; SIGINT or SIGTERM stop it.\n";
 }

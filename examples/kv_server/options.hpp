@@ -31,10 +31,14 @@ struct options {
   std::size_t max_request = 1 << 20;          ///< bytes of one request
   std::chrono::seconds idle_timeout{300};     ///< 0: never
   std::optional<unsigned> metrics_port;       ///< HTTP /metrics (Prometheus)
-  /// urt mode: runtime_options::idle_spin (how long an idle worker spins
-  /// before it parks); unset: the runtime's default. Spinning wins
-  /// throughput but takes CPU time from clients that share the CPUs.
-  std::optional<std::chrono::microseconds> idle_spin;
+  /// urt mode: runtime_options::idle_spin, the longest an idle worker
+  /// spins before it parks (adapted below it: idle_window.hpp). 500 us, 10x
+  /// the runtime's default: a worker parked in its reactor cannot be
+  /// rescued, and one that the OS wakes while a client holds its CPU waits
+  /// for the client's time slice; a spinning one is rescued after 110 us
+  /// (bench/README.md, "the reactor rescue"). The window shrinks to 0 when
+  /// requests come further apart than this, so an idle server does not spin.
+  std::chrono::microseconds idle_spin{500};
   bool help = false;
 };
 
