@@ -51,7 +51,12 @@
 // polled by its rescuer as often as it would poll itself, until it looks
 // again. Patience is io_poll_interval + ipi_timeout: past the longest a
 // running owner takes between two polls, by the stuck-worker fallback's
-// timeout.
+// timeout. The watch runs only at idle passes: a worker that parked while
+// its peers were parked too (no candidate, so no deadline) does not notice
+// a peer that gets stuck afterwards until something wakes it (a task, a
+// timer, its own I/O). A rescue is sure while some worker keeps coming back
+// to idle, as under load; on a quiet runtime it is not (a periodic look by
+// parked workers would cost every idle worker wake-ups forever).
 //
 // io_peers: what the watch needs of the other workers; the runtime
 // implements it over its workers, a unit test over made-up peers.

@@ -87,6 +87,12 @@ TEST_CASE("io_rescue live: echoes of a held home's connections come back through
       released_by_echo.set_value(echoed.load());
     });
     while (!started.load()) std::this_thread::sleep_for(100us);
+    // A worker watches when it goes idle (a worker that parked before the
+    // held one became stale does not look again by itself): give each
+    // other worker a task to come back from.
+    for (unsigned w = 0; w < n; ++w) {
+      if (w != held) rt.spawn({.priority = 1, .affinity = urt::worker_set{w}}, [] {});
+    }
     // Every connection gets a message; those of the held worker first.
     for (unsigned pass = 0; pass < 2; ++pass) {
       for (unsigned i = 0; i < clients.size(); ++i) {
