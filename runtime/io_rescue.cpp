@@ -4,14 +4,16 @@
 
 namespace urt::detail {
 
-io_watch::plan io_watch::before_idle(const io_peers& peers, clock::time_point now) noexcept {
+io_watch::plan io_watch::before_idle(const io_peers& peers,
+                                     function_ref<clock::time_point()> clock_now) noexcept {
   plan p;
   const unsigned n = peers.worker_count();
   if (n < 2) return p;
   const unsigned visits = std::min(span_, n - 1);
   unsigned w = next_ % n;
   unsigned seen = 0;
-  unsigned after = w;  // where the next look starts when nothing is rescued
+  clock::time_point now{};
+  bool have_now = false;
   while (seen < visits) {
     if (w != self_) {
       ++seen;
@@ -22,6 +24,10 @@ io_watch::plan io_watch::before_idle(const io_peers& peers, clock::time_point no
         const clock::time_point stale_at = s.last_look <= clock::time_point::max() - patience_
                                                ? s.last_look + patience_
                                                : clock::time_point::max();
+        if (!have_now) {
+          now = clock_now();
+          have_now = true;
+        }
         if (now >= stale_at) {
           p.rescue = w;
           p.check = now + recheck_;
@@ -32,9 +38,8 @@ io_watch::plan io_watch::before_idle(const io_peers& peers, clock::time_point no
       }
     }
     w = w + 1 == n ? 0 : w + 1;
-    after = w;
   }
-  next_ = after;
+  next_ = w;  // nothing rescued: the next look starts after this one
   return p;
 }
 

@@ -67,6 +67,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "function_ref.hpp"
 #include "spinlock.hpp"
 #include "urt/timer.hpp"
 
@@ -168,8 +169,15 @@ class io_watch {
            unsigned span = default_span) noexcept
       : self_(self), patience_(patience), recheck_(recheck), span_(span == 0 ? 1 : span) {}
 
-  /// Owner, idle, about to park, at `now`.
-  [[nodiscard]] plan before_idle(const io_peers& peers, clock::time_point now) noexcept;
+  /// Owner, idle, about to park.
+  /// `now` is read once, at the first candidate: with no I/O outstanding
+  /// on the peers looked at, the look reads no clock.
+  [[nodiscard]] plan before_idle(const io_peers& peers,
+                                 function_ref<clock::time_point()> now) noexcept;
+  /// The same at a given time (unit tests).
+  [[nodiscard]] plan before_idle(const io_peers& peers, clock::time_point now) noexcept {
+    return before_idle(peers, [now] { return now; });
+  }
 
  private:
   const unsigned self_;

@@ -505,7 +505,7 @@ void worker::idle(run_state seen) {
   // began, when completions are no longer delivered.
   clock::time_point io_check = clock::time_point::max();
   if (seen == run_state::running) {
-    const io_watch::plan io = io_watch_.before_idle(*shared_.reactors, clock::now());
+    const io_watch::plan io = io_watch_.before_idle(*shared_.reactors, [] { return clock::now(); });
     if (io.rescue != io_watch::none) {
       std::size_t ran = 0;
       try {

@@ -90,9 +90,14 @@ TEST_CASE("io_watch: nobody with I/O, or everybody fresh, or parked: nothing to 
     CAPTURE(n);
     fake_peers peers(n);
     io_watch watch(0, 110us, 10us);
-    io_watch::plan p = watch.before_idle(peers, t0 + 1s);
+    int clock_reads = 0;
+    io_watch::plan p = watch.before_idle(peers, [&] {
+      ++clock_reads;
+      return t0 + 1s;
+    });
     CHECK(p.rescue == none);
     CHECK(p.check == tp::max());
+    CHECK(clock_reads == 0);  // no peer with I/O: no clock read
     if (n < 2) continue;
     // Awake with I/O and fresh: not yet; wake when it would be stale.
     peers.stuck(1, t0 + 1s - 10us);
