@@ -44,6 +44,9 @@ class llc_bytes {
   [[nodiscard]] std::atomic<std::uint8_t>& operator[](std::size_t w) const noexcept {
     return lines_[line_of_[w]].bytes[byte_of_[w]];
   }
+  /// Where worker w's byte lies: its line, and its index in the line.
+  [[nodiscard]] std::size_t line_of(std::size_t w) const noexcept { return line_of_[w]; }
+  [[nodiscard]] unsigned byte_of(std::size_t w) const noexcept { return byte_of_[w]; }
   /// The lines, for a scan of every byte (bytes past an LLC's last worker
   /// stay 0).
   [[nodiscard]] std::size_t lines() const noexcept { return lines_n_; }
@@ -51,8 +54,9 @@ class llc_bytes {
     return lines_[l].bytes;
   }
 
- private:
   static constexpr unsigned line_bytes = 64;
+
+ private:
   struct alignas(64) byte_line {
     std::atomic<std::uint8_t> bytes[line_bytes];
   };

@@ -24,6 +24,7 @@
 #include "migrator.hpp"
 #include "node_pool.hpp"
 #include "placement.hpp"
+#include "resched.hpp"
 #include "worker.hpp"
 
 namespace urt {
@@ -95,6 +96,7 @@ struct runtime::impl {
   std::unique_ptr<detail::bandwidth_table> bandwidth_params;
   std::unique_ptr<detail::cid_table> cids;  // outlives the workers too
   std::unique_ptr<detail::stranded_marks> strand;  // outlives the workers too
+  std::unique_ptr<detail::resched_requests> resched;  // outlives the workers too
   detail::runtime_shared shared;
   std::vector<std::unique_ptr<worker>> workers;
   worker_bells bells{workers};
@@ -165,6 +167,8 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
   strand = std::make_unique<detail::stranded_marks>(topo.workers());
   shared.strand = strand.get();
   shared.strand_peers = &strand_peers;
+  resched = std::make_unique<detail::resched_requests>(topo.workers());
+  shared.resched = resched.get();
   shared.reactors = &reactors;
   shared.bandwidth_params = bandwidth_params.get();
   shared.cids = cids.get();

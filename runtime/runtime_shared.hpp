@@ -22,6 +22,7 @@ class push_token;
 class peer_bells;
 class stranded_marks;
 class stranded_peers;
+class resched_requests;
 class io_peers;
 class bandwidth_table;
 class cid_table;
@@ -49,6 +50,7 @@ struct runtime_shared {
   peer_bells* bells = nullptr;  // whom a push or a token hop rings, by worker id
   stranded_marks* strand = nullptr;  // workers with remote spawns while busy (stranded.hpp)
   stranded_peers* strand_peers = nullptr;  // takes a stuck worker's inbox in, by worker id
+  resched_requests* resched = nullptr;  // urgent spawns behind running tasks (resched.hpp)
   io_peers* reactors = nullptr;            // polls a stuck worker's reactor, by worker id
   bandwidth_table* bandwidth_params = nullptr;  // live bandwidth parameters (QSBR)
   cid_table* cids = nullptr;  // each group's concurrency-ID space (cid.hpp)

@@ -136,6 +136,9 @@ task_node* worker::step(run_state seen) noexcept {
   // Hook before the pick: the budgets may hold FIFO work back. A hold
   // shows in the level published below (rt_queue::fifo_held).
   const pick_rule rule = consult_budgets();
+  // An urgent task queued behind another worker's running task runs here
+  // when nothing here is as urgent (resched.hpp); the pick then takes it.
+  serve_resched(q_.current());
   // Lowering: since the last step (the previous task is done), or since a
   // move took our queued top away (rt_queue::lowered).
   const bool lowered = q_.current() < before || std::exchange(q_.lowered, false);
@@ -255,6 +258,9 @@ bool worker::preempt_point() noexcept {
   shared_.strand->point(id_, [this] { return inbox_.pending(); });
   release_due();
   shared_.migrate->publish(id_);
+  // An urgent task behind another worker's running task, when the running
+  // one here is less urgent: pulled here, it is run at the yield below.
+  serve_resched(q_.current());
   // Between steps only a move out of our queue lowers us (rt_queue::lowered).
   const bool lowered = std::exchange(q_.lowered, false) && balancer_.acts_on_lowering();
   bool urgent = q_.rq.top_level() > q_.running;
@@ -332,6 +338,9 @@ bool worker::discard_put_off() noexcept {
 }
 
 std::size_t worker::drain_inbox() noexcept {
+  // Before the take: what a request was about is taken in now, or a
+  // request raised after this stays for a claimer (resched.hpp).
+  shared_.resched->clear(id_);
   // A few nodes per scheduling point, most urgent first, the levels above
   // the queue's top before the pick needs them (inbox.hpp); all of it once
   // stop() began, so a stop does not wait on batches. Relaxed: a stale
@@ -356,6 +365,8 @@ void worker::count_io_work(int delta) noexcept {
 }
 
 bool worker::submit_remote(task_node* node) noexcept {
+  // Read before the push: once pushed, the node may run and be freed.
+  const int priority = node->timed ? cpupri::level_idle : node->priority;
   inbox_.push(node);
   // A full ring(), fence included: the owner may park while this enqueue's
   // link store is still pending (drain_inbox() cannot see the node yet), so
@@ -365,8 +376,29 @@ bool worker::submit_remote(task_node* node) noexcept {
   // its task never reaches one; mark it for the idle workers' watch. After
   // the ring: its fence orders the push before the mark's load
   // (stranded.hpp).
-  if (!rang) shared_.strand->mark(id_);
+  if (!rang) {
+    shared_.strand->mark(id_);
+    // Busy at a less urgent level: the kernel would preempt its task; ask
+    // whichever worker steps below the node first to run it (resched.hpp).
+    // The request's release CAS comes after the push.
+    const int level = shared_.prio_map->level(id_);
+    if (level >= priority_normal && priority > level) shared_.resched->request(id_, priority);
+  }
   return rang;
+}
+
+void worker::serve_resched(int level) noexcept {
+  resched_requests& requests = *shared_.resched;
+  if (!requests.pending() || !balancer_.acts_on_lowering()) return;
+  const unsigned w = requests.claim_above(level, id_);
+  if (w == resched_requests::none) return;
+  q_.lock.unlock();
+  // Into w's run queue, where a pull sees it; then the pull, which moves
+  // w's most urgent pushable task here if it is more urgent than this
+  // worker's level (one pinned to w stays for w).
+  shared_.strand_peers->take_in(w);
+  balancer_.pull_from(w);
+  q_.lock.lock();
 }
 
 std::size_t worker::take_in_for_peer() noexcept {

@@ -12,6 +12,8 @@
 //     preempt_point(), while spinning idle);
 //   - stranded (stranded.hpp): an idle worker's watch over workers that
 //     reach no scheduling point with remote spawns in their inbox;
+//   - resched (resched.hpp): an urgent remote spawn queued behind a
+//     running task, served by the first worker to step below it;
 //   - the next mechanisms plug in the same way: a module with its own
 //     state, called from step() at the marked hooks (before a task is
 //     picked, after the pick, after it ran), never new members here.
@@ -50,6 +52,7 @@
 #include "parker.hpp"
 #include "rt_queue.hpp"
 #include "runtime_shared.hpp"
+#include "resched.hpp"
 #include "stranded.hpp"
 #include "task_node.hpp"
 #include "timer_queue.hpp"
@@ -179,6 +182,10 @@ class worker {
   void close() noexcept;
   // Under the queue lock: inbox and due timers into the run queue.
   std::size_t drain_inbox() noexcept;
+  // Under the queue lock, which it releases and retakes when it acts: claims
+  // a request above `level` (resched.hpp), takes that worker's inbox in for
+  // it and pulls its most urgent task here.
+  void serve_resched(int level) noexcept;
   void release_due() noexcept;
   void enqueue(task_node* node) noexcept;
   void cancel_queued() noexcept;

@@ -1,0 +1,112 @@
+// resched: the reschedule a running task cannot take. When the kernel
+// queues a task on a CPU whose current task is less urgent, it preempts
+// that task (resched_curr and an IPI). A urt worker runs its task until the
+// task returns or reaches a preemption point, so a remote spawn more urgent
+// than the task its target is running waits in the target's inbox for as
+// long as that task runs on, even while another worker steps from task to
+// task at a lower level and could run it at once: with every worker busy,
+// the urgent task waited for the one task it landed behind (up to a whole
+// bulk task) instead of for the first worker to reach a scheduling point.
+//
+// resched_requests (one per runtime) is that IPI made visible to the other
+// workers: a byte per worker, the most urgent priority a spawner queued in
+// its inbox above the level the worker showed, on per-LLC cache lines
+// (llc_bytes.hpp), and a count of the workers with a request (the fast
+// path: every scheduling point loads it, and it is written only when a
+// request is raised or served, never per ordinary spawn).
+//   - request(w, p): a spawner, after its push into w's inbox and its ring,
+//     when w was not parking and was showing a level below p. Raises w's
+//     byte to p.
+//   - claim_above(level, self): any worker at a scheduling point whose next
+//     task is at `level`: takes over one request above `level` (a CAS to 0,
+//     so one claimer serves each), then takes w's inbox in for it and pulls
+//     its most urgent task (worker::serve_resched). A claim that pulls
+//     nothing (the owner came first, or the task may run only on w) costs
+//     a look; w still runs the task at its next scheduling point.
+//   - clear(w): w's owner at each scheduling point, before it drains its
+//     inbox: it takes in what the request was about itself.
+//
+// A request is a hint that speeds a task up; nothing depends on it for
+// correctness: every node in an inbox still reaches its owner's run queue
+// at the owner's next scheduling point, or the stranded watch's take-over
+// (stranded.hpp) when there is none. What holds:
+//   - A request is never lost while its node is in the inbox: the spawner's
+//     push happens before its release CAS on the byte; the owner clears with
+//     an acquire exchange before its drain, and the claimer with an acquire
+//     CAS before its take-in. Whichever RMW reads the spawner's value
+//     synchronizes with it and so sees the node; one ordered before the
+//     spawner's CAS leaves the new value set.
+//   - A request may outlive its node (the owner drained it between the push
+//     and the request): it costs one claimer a look, or the owner's next
+//     clear.
+//   - The count equals the number of bytes set, except between a byte's RMW
+//     and the count's update that follows it: each 0 -> p transition adds
+//     one, each p -> 0 transition takes one off.
+// Concurrency: every member may run on any thread concurrently with any
+// other; wait-free except request()'s CAS loop, which retries only while
+// other spawners raise the same byte.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "llc_bytes.hpp"
+#include "urt/topology.hpp"
+
+namespace urt::detail {
+
+class resched_requests {
+ public:
+  static constexpr unsigned none = ~0U;
+
+  /// For `workers` (dense ids, each LLC a contiguous id range, as
+  /// urt::topology produces).
+  explicit resched_requests(std::span<const worker_place> workers);
+  /// `workers` workers in one LLC (unit tests).
+  explicit resched_requests(unsigned workers);
+
+  /// Spawner, after its push into w's inbox (priority `p`, 1..99) and the
+  /// ring that found w not parking: asks that some worker run it before w's
+  /// running task ends.
+  void request(unsigned w, int p) noexcept;
+
+  /// Any thread, at each scheduling point: whether any request is raised
+  /// (relaxed: a hint; claim_above() decides under its CAS).
+  [[nodiscard]] bool pending() const noexcept {
+    return count_.value.load(std::memory_order_relaxed) > 0;
+  }
+
+  /// Any worker whose next task is at `level`: takes over one request of a
+  /// worker other than `self` above `level`, scanning from `self`'s LLC,
+  /// and returns that worker, or none.
+  [[nodiscard]] unsigned claim_above(int level, unsigned self) noexcept;
+
+  /// Owner of w, at a scheduling point before it drains its inbox.
+  void clear(unsigned w) noexcept {
+    std::atomic<std::uint8_t>& b = bytes_[w];
+    // Relaxed load: a request raised after it is left for a claimer or the
+    // next clear. Acquire: pairs with request()'s release CAS (see the top).
+    if (b.load(std::memory_order_relaxed) != 0 && b.exchange(0, std::memory_order_acquire) != 0) {
+      count_.value.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+
+  /// Any thread: w's requested priority (0: none).
+  [[nodiscard]] int requested(unsigned w) const noexcept {
+    return bytes_[w].load(std::memory_order_relaxed);
+  }
+  [[nodiscard]] unsigned worker_count() const noexcept { return n_; }
+
+ private:
+  unsigned n_ = 0;
+  llc_bytes bytes_;
+  std::vector<unsigned> worker_at_;  // line * llc_bytes::line_bytes + byte -> worker, or none
+  struct alignas(64) counter {
+    std::atomic<int> value{0};  // requests raised (see the top)
+  };
+  counter count_;
+};
+
+}  // namespace urt::detail
