@@ -166,6 +166,17 @@ def test_parse(script):
     check(all(t in text for t in cr.LOAD_TESTS) and all(cr.TITLES[k] in text for k in cr.SERVERS),
           "the table names every test and server")
 
+    # The alone phase's rounds: each figure the median of its rounds, taken
+    # per figure (a round's p99 need not come from its median rps).
+    rounds = [{"GET": {"rps": 90.0, "p99_ms": 0.9}}, {"GET": {"rps": 70.0, "p99_ms": 0.4}},
+              {"GET": {"rps": 100.0, "p99_ms": 2.0}}]
+    med = cr.median_rows(rounds)
+    check(med == {"GET": {"rps": 90.0, "p99_ms": 0.9}}, f"median of three rounds: {med}")
+    med = cr.median_rows(rounds[:2])
+    check(med["GET"]["rps"] == 70.0 and med["GET"]["p99_ms"] == 0.4,
+          f"an even count takes the lower middle round: {med}")
+    check(cr.median_rows(rounds[2:]) == rounds[2], "one round is its own median")
+
 
 def listening(port):
     try:
