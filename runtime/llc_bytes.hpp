@@ -2,8 +2,9 @@
 // last-level cache: each LLC starts a line of its own and its workers fill
 // bytes in id order (a line holds at most 64), so that the writes of one
 // LLC's workers touch no line another LLC's workers use. The layout of the
-// overload mask (overload.hpp) and the stranded marks (stranded.hpp); how
-// the bytes are written and read is theirs to say.
+// overload mask (overload.hpp), the stranded marks (stranded.hpp) and the
+// reschedule requests (resched.hpp); how the bytes are written and read is
+// theirs to say.
 #pragma once
 
 #include <atomic>
