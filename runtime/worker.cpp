@@ -419,6 +419,12 @@ std::size_t worker::take_in_for_peer() noexcept {
     }
   }
   q_.lock.unlock();
+  // The owner may be on its way to park: its last look at the inbox can
+  // find it emptied here before it sees moved_in, and it would then sleep
+  // with these tasks in its run queue. The ring's seq_cst fence orders the
+  // moved_in store before its load of the doorbell word (the Dekker pair
+  // with the parker's announcement, memory-order row 10), as for a push.
+  if (moved > 0) parker_.ring();
   return moved;
 }
 
