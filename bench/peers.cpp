@@ -26,7 +26,8 @@
 //                      priority in flight (it posts one whenever one ends),
 //                      and another thread posts one urgent task every
 //                      200 us: the urgent tasks' start latency, 1000 per
-//                      executor, p50 / p99 / max.
+//                      executor, p50 / p99 / max; and the low tasks finished
+//                      per second meanwhile (what the pool gave the bulk work).
 //   (f) shared counter 1,000,000 empty lambdas that each bump one shared
 //                      counter, posted from the main thread with the pools
 //                      simply running (no holding, no warm-up), until all
