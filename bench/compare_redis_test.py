@@ -94,6 +94,8 @@ def test_parse(script):
     allowed = sorted(cr.allowed_cpus())
     bad_lines = [(["--layout", "sideways"], "--layout"),
                  (["--threads", "0"], "--threads: '0'"),
+                 (["--rounds", "0"], "--rounds: '0'"),
+                 (["--rounds", "two"], "--rounds: 'two'"),
                  (["--server-cpus", "x"], "--server-cpus: 'x'")]
     if len(allowed) >= 2:
         first = str(allowed[0])

@@ -18,6 +18,14 @@
 
 namespace urt::detail {
 
+/// `workers` workers in one LLC, ids 0..workers-1: the places the unit
+/// tests' constructors of the per-LLC structures lay out.
+inline std::vector<worker_place> one_llc_places(unsigned workers) {
+  std::vector<worker_place> flat(workers);
+  for (unsigned w = 0; w < workers; ++w) flat[w].worker = w;
+  return flat;
+}
+
 class llc_bytes {
  public:
   /// For `workers` (dense ids, each LLC a contiguous id range, as

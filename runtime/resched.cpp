@@ -2,16 +2,6 @@
 
 namespace urt::detail {
 
-namespace {
-
-std::vector<worker_place> one_llc(unsigned workers) {
-  std::vector<worker_place> flat(workers);
-  for (unsigned w = 0; w < workers; ++w) flat[w].worker = w;
-  return flat;
-}
-
-}  // namespace
-
 resched_requests::resched_requests(std::span<const worker_place> workers)
     : n_(static_cast<unsigned>(workers.size())),
       bytes_(workers),
@@ -21,7 +11,7 @@ resched_requests::resched_requests(std::span<const worker_place> workers)
   }
 }
 
-resched_requests::resched_requests(unsigned workers) : resched_requests(one_llc(workers)) {}
+resched_requests::resched_requests(unsigned workers) : resched_requests(one_llc_places(workers)) {}
 
 void resched_requests::request(unsigned w, int p) noexcept {
   std::atomic<std::uint8_t>& b = bytes_[w];

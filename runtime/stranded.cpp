@@ -7,17 +7,7 @@ stranded_marks::stranded_marks(std::span<const worker_place> workers)
       marks_(workers),
       slots_(std::make_unique<slot[]>(workers.empty() ? 1 : workers.size())) {}
 
-namespace {
-
-std::vector<worker_place> one_llc(unsigned workers) {
-  std::vector<worker_place> flat(workers);
-  for (unsigned w = 0; w < workers; ++w) flat[w].worker = w;
-  return flat;
-}
-
-}  // namespace
-
-stranded_marks::stranded_marks(unsigned workers) : stranded_marks(one_llc(workers)) {}
+stranded_marks::stranded_marks(unsigned workers) : stranded_marks(one_llc_places(workers)) {}
 
 bool stranded_marks::any() const noexcept {
   for (std::size_t l = 0; l < marks_.lines(); ++l) {
