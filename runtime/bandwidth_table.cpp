@@ -2,11 +2,11 @@
 
 #include "messages.hpp"
 #include "qsbr.hpp"
+#include "signal_mask.hpp"
 
 #include <urcu/urcu-qsbr.h>
 
 #include <pthread.h>
-#include <signal.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -79,14 +79,13 @@ bandwidth_table::bandwidth_table(const bandwidth_options& initial) {
   first->value.runtime_wide = initial;
   first->value.groups.push_back({"default", std::nullopt});
   current_.store(&first->value, std::memory_order_relaxed);
-  // The call_rcu thread inherits this thread's signal mask: block them all
-  // while it is created, so that it never takes the application's signals.
-  sigset_t all;
-  sigset_t old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  reclaimer_ = urcu_qsbr_create_call_rcu_data(URCU_CALL_RCU_RT, -1);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  {
+    // The call_rcu thread inherits this thread's signal mask: block them
+    // all while it is created, so that it never takes the application's
+    // signals (signal_mask.hpp).
+    const scoped_signal_block masked(all_signals());
+    reclaimer_ = urcu_qsbr_create_call_rcu_data(URCU_CALL_RCU_RT, -1);
+  }
   if (reclaimer_ == nullptr) {
     delete first;
     throw std::system_error(ENOMEM, std::generic_category(),

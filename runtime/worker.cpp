@@ -17,6 +17,7 @@
 #include "migrator.hpp"
 #include "node_pool.hpp"
 #include "qsbr.hpp"
+#include "signal_mask.hpp"
 
 
 namespace urt::detail {
@@ -42,6 +43,9 @@ worker::~worker() {
 }
 
 void worker::start(startup& st) {
+  // The thread inherits this mask: it never takes a blocked signal, not
+  // even before its first instruction (signal_mask.hpp).
+  const scoped_signal_block block(shared_.options->block_signals ? async_signals() : no_signals());
   thread_ = std::thread([this, &st] { main(st); });
 }
 

@@ -185,6 +185,14 @@ struct runtime_options {
   worker_policy policy = worker_policy::other;
   /// SCHED_FIFO priority of the workers when policy == fifo (1..99).
   int fifo_priority = 50;
+  /// Whether the worker threads block the asynchronous signals (SIGINT,
+  /// SIGTERM, SIGHUP, SIGUSR1/2, SIGALRM, SIGCHLD, the real-time signals...),
+  /// so that the kernel gives them to the application's own threads and a
+  /// handler never interrupts a task, as Asio's thread_pool does for its
+  /// threads. Faults, SIGABRT, SIGPIPE, SIGXFSZ and SIGPROF stay unblocked.
+  /// asio::signal_set works either way. Off: the workers keep the mask of
+  /// the thread that made the runtime.
+  bool block_signals = true;
   /// Lock all memory at start (avoid page faults in latency-critical tasks).
   memory_lock lock_memory = memory_lock::none;
   /// Each worker's FIFO budget, so that normal work on it is not starved.
