@@ -22,12 +22,13 @@
 #include <urt/executor.hpp>
 #include <urt/urt.hpp>
 
-#include <atomic>
 #include <charconv>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <exception>
 #include <list>
+#include <mutex>
 #include <string_view>
 #include <system_error>
 
@@ -53,28 +54,51 @@ urt::awaitable<void> echo(urt::net::tcp_socket& socket) {
   }
 }
 
-// Counts a coroutine out; main waits for the count to reach 0.
-void ended(std::atomic<int>& live) {
-  if (live.fetch_sub(1) == 1) live.notify_all();
-}
+// The coroutines still running: the listener and one per connection. main
+// waits for none. On a condition variable, not std::atomic::wait: SIGINT
+// and SIGTERM go to main (the workers block them: runtime_options::
+// block_signals), and its wait must let asio's handler run at once. Any
+// blocking libc call does; under ThreadSanitizer, which runs a handler
+// only once the thread enters libc through one of its wrappers, the raw
+// futex syscall of std::atomic::wait does not, and the server hung.
+class live_count {
+ public:
+  void add() {
+    const std::lock_guard lock(mutex_);
+    ++count_;
+  }
+  void ended() {
+    const std::lock_guard lock(mutex_);
+    if (--count_ == 0) none_.notify_all();
+  }
+  void wait_for_none() {
+    std::unique_lock lock(mutex_);
+    none_.wait(lock, [this] { return count_ == 0; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable none_;
+  int count_ = 1;  // the listener
+};
 
 // Accepts until the acceptor is closed, and co_spawns a coroutine for each
 // connection on the acceptor's executor: same worker, same priority.
 urt::awaitable<void> listen(urt::net::tcp_acceptor& acceptor, connections& open,
-                            std::atomic<int>& live) {
+                            live_count& live) {
   for (;;) {
     std::error_code ec;
     urt::net::tcp_socket socket =
         co_await acceptor.async_accept(asio::redirect_error(urt::use_awaitable, ec));
     if (ec) break;  // closed by the shutdown (or, say, out of descriptors)
     const auto it = open.insert(open.end(), std::move(socket));
-    live.fetch_add(1);
+    live.add();
     asio::co_spawn(acceptor.get_executor(), echo(*it), [&open, &live, it](std::exception_ptr) {
       open.erase(it);  // the coroutine has ended: close and forget its socket
-      ended(live);
+      live.ended();
     });
   }
-  ended(live);
+  live.ended();
 }
 
 }  // namespace
@@ -110,7 +134,7 @@ int main(int argc, char** argv) try {
       ex, {asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
   const unsigned bound = acceptor.local_endpoint().port();
   connections open;
-  std::atomic<int> live{1};  // coroutines: the listener, and one per connection
+  live_count live;
 
   // The signal's handler, a task of worker 0 like the rest, closes the
   // acceptor and every socket: each coroutine's pending operation then
@@ -124,7 +148,7 @@ int main(int argc, char** argv) try {
 
   std::printf("listening on 127.0.0.1:%u\n", bound);
   std::fflush(stdout);
-  for (int n = live.load(); n != 0; n = live.load()) live.wait(n);
+  live.wait_for_none();
   rt.stop();  // no I/O is left: every accepted task runs, then the workers exit
   return 0;
 } catch (const std::exception& e) {  // e.g. the port is in use

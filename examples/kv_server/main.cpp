@@ -61,8 +61,8 @@
 #include <urcu/urcu-qsbr.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cerrno>
 #include <cstring>
@@ -148,11 +148,22 @@ struct server {
   std::optional<urt::executor> bulk;          // urt mode: the bulk commands' executor
 
   // Coroutines still running (accept loops, connections, watchdogs); main
-  // waits for 0 after a shutdown.
-  std::atomic<int> live{0};
-  void begin() noexcept { live.fetch_add(1); }
-  void end() noexcept {
-    if (live.fetch_sub(1) == 1) live.notify_all();
+  // waits for 0 after a shutdown. On a condition variable, not
+  // std::atomic::wait: SIGINT and SIGTERM go to main (urt's workers and
+  // Asio's pool threads block them), and its wait must let asio's handler
+  // run at once. Any blocking libc call does; under ThreadSanitizer, which
+  // runs a handler only once the thread enters libc through one of its
+  // wrappers, the raw futex syscall of std::atomic::wait does not.
+  std::mutex live_mutex;
+  std::condition_variable none_live;
+  int live = 0;  // guarded by live_mutex
+  void begin() {
+    const std::lock_guard lock(live_mutex);
+    ++live;
+  }
+  void end() {
+    const std::lock_guard lock(live_mutex);
+    if (--live == 0) none_live.notify_all();
   }
 
   // Open connections, as functions that close one on its own executor
@@ -495,7 +506,8 @@ void announce(const server& s, std::optional<unsigned> metrics_port) {
 }
 
 void wait_for_coroutines(server& s) {
-  for (int n = s.live.load(); n != 0; n = s.live.load()) s.live.wait(n);
+  std::unique_lock lock(s.live_mutex);
+  s.none_live.wait(lock, [&s] { return s.live == 0; });
 }
 
 int run_urt(server& s) {
