@@ -19,9 +19,9 @@
 //   (d) plain burst    as a user writes it: from the SCHED_OTHER main thread,
 //                      with the pools running, no gate and no settling, 100,
 //                      1,000 or 10,000 1-us tasks at low priority, then at
-//                      once one urgent task; its start latency, 20 samples
-//                      per size, p50 and max (asio only at 100: it has no
-//                      priorities, its urgent task waits for the burst).
+//                      once one urgent task; its start latency, 100 samples
+//                      per size, p50 / p90 / max (asio only at 100: it has
+//                      no priorities, its urgent task waits for the burst).
 //   (e) mixed          a feeder thread keeps 8 tasks of 50 us at low
 //                      priority in flight (it posts one whenever one ends),
 //                      and another thread posts one urgent task every
@@ -130,6 +130,7 @@ constexpr milliseconds wake_idle{2};
 constexpr std::uint32_t backlog_tasks = 10000;
 constexpr nanoseconds backlog_task_spin = microseconds{1};
 constexpr int backlog_samples = 20;
+constexpr int burst_samples = 100;
 constexpr std::uint32_t backlog_settle_tasks = 64;
 constexpr int main_fifo_priority = 10;  // the main thread's, during (c) only
 constexpr milliseconds switch_pause{10};
@@ -1002,7 +1003,7 @@ int main() {
   std::vector<double> burst_u[3];
   std::vector<double> burst_a;
   std::vector<double> burst_t[3];
-  for (int i = 0; i < backlog_samples; ++i) {
+  for (int i = 0; i < burst_samples; ++i) {
     for (int k = 0; k < 3; ++k) {
       burst_u[k].push_back(burst_once(urt_ex, burst_sizes[k]));
       burst_t[k].push_back(burst_once(tbb_ex, burst_sizes[k]));
@@ -1010,16 +1011,17 @@ int main() {
     burst_a.push_back(burst_once(asio_ex, burst_sizes[0]));
   }
   std::printf("(d) plain burst from the SCHED_OTHER main thread, no settling: the urgent task's "
-              "start, us, p50 / max of %d\n",
-              backlog_samples);
-  std::printf("    %-8s %21s %21s %21s\n", "burst", "urt", "oneTBB (high arena)", "asio");
+              "start, us, p50 / p90 / max of %d\n",
+              burst_samples);
+  std::printf("    %-8s %24s %24s %24s\n", "burst", "urt", "oneTBB (high arena)", "asio");
+  const auto p50_p90_max = [](const std::vector<double>& v) {
+    return fixed(percentile(v, 50), 1) + " / " + fixed(percentile(v, 90), 1) + " / " +
+           fixed(max_of(v), 1);
+  };
   for (int k = 0; k < 3; ++k) {
-    const std::string a =
-        k == 0 ? fixed(percentile(burst_a, 50), 1) + " / " + fixed(max_of(burst_a), 1) : "-";
-    std::printf("    %-8u %21s %21s %21s\n", burst_sizes[k],
-                (fixed(percentile(burst_u[k], 50), 1) + " / " + fixed(max_of(burst_u[k]), 1)).c_str(),
-                (fixed(percentile(burst_t[k], 50), 1) + " / " + fixed(max_of(burst_t[k]), 1)).c_str(),
-                a.c_str());
+    const std::string a = k == 0 ? p50_p90_max(burst_a) : "-";
+    std::printf("    %-8u %24s %24s %24s\n", burst_sizes[k], p50_p90_max(burst_u[k]).c_str(),
+                p50_p90_max(burst_t[k]).c_str(), a.c_str());
   }
   // (e) ---------------------------------------------------------------------
   std::vector<double> mixed_u;

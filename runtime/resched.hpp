@@ -15,8 +15,12 @@
 // path: every scheduling point loads it, and it is written only when a
 // request is raised or served, never per ordinary spawn).
 //   - request(w, p): a spawner, after its push into w's inbox and its ring,
-//     when w was not parking and was showing a level below p. Raises w's
-//     byte to p.
+//     when w will be late to the node (wanted()): busy at a level below p,
+//     or parked or being woken. The OS takes tens of microseconds to run a
+//     woken thread (on the 2-core VM, a worker rung at the start of a
+//     burst ran its first task 10-100 us later), while a worker running
+//     short tasks steps within one; the woken owner still takes the node
+//     if it comes first. Raises w's byte to p.
 //   - claim_above(level, self): any worker at a scheduling point whose next
 //     task is at `level`: takes over one request above `level` (a CAS to 0,
 //     so one claimer serves each), then takes w's inbox in for it and pulls
@@ -67,9 +71,18 @@ class resched_requests {
   /// `workers` workers in one LLC (unit tests).
   explicit resched_requests(unsigned workers);
 
-  /// Spawner, after its push into w's inbox (priority `p`, 1..99) and the
-  /// ring that found w not parking: asks that some worker run it before w's
-  /// running task ends.
+  /// Whether a spawn of `priority` into the inbox of a worker showing
+  /// cpupri `level` (negative: idle), `parking` (parked, or rung and not
+  /// running yet), asks for a request: the worker runs a less urgent task,
+  /// or must first be woken. An awake idle worker takes the node at once;
+  /// a normal task (0) waits for its worker (a byte of 0 means none).
+  [[nodiscard]] static constexpr bool wanted(int priority, int level, bool parking) noexcept {
+    if (priority <= 0) return false;
+    return level >= 0 ? priority > level : parking;
+  }
+
+  /// Spawner, after its push into w's inbox (priority `p`, 1..99) and its
+  /// ring, when wanted(): asks that some worker run it before w gets to it.
   void request(unsigned w, int p) noexcept;
 
   /// Any thread, at each scheduling point: whether any request is raised

@@ -373,6 +373,7 @@ void worker::count_io_work(int delta) noexcept {
 bool worker::submit_remote(task_node* node) noexcept {
   // Read before the push: once pushed, the node may run and be freed.
   const int priority = node->timed ? cpupri::level_idle : node->priority;
+  const bool movable = node->any_worker || node->affinity.count() > 1;
   inbox_.push(node);
   // A full ring(), fence included: the owner may park while this enqueue's
   // link store is still pending (drain_inbox() cannot see the node yet), so
@@ -382,13 +383,15 @@ bool worker::submit_remote(task_node* node) noexcept {
   // its task never reaches one; mark it for the idle workers' watch. After
   // the ring: its fence orders the push before the mark's load
   // (stranded.hpp).
-  if (!rang) {
-    shared_.strand->mark(id_);
-    // Busy at a less urgent level: the kernel would preempt its task; ask
-    // whichever worker steps below the node first to run it (resched.hpp).
-    // The request's release CAS comes after the push.
-    const int level = shared_.prio_map->level(id_);
-    if (level >= priority_normal && priority > level) shared_.resched->request(id_, priority);
+  if (!rang) shared_.strand->mark(id_);
+  // Ask whichever worker steps below the node first to run it when this
+  // one will be late to it: busy at a less urgent level (the kernel would
+  // preempt its task), or parked or being woken (resched.hpp). Not for a
+  // node only this worker may run. The request's release CAS comes after
+  // the push.
+  if (movable && priority > priority_normal &&
+      resched_requests::wanted(priority, shared_.prio_map->level(id_), rang || parker_.parking())) {
+    shared_.resched->request(id_, priority);
   }
   return rang;
 }

@@ -108,8 +108,9 @@ TEST_CASE("resched: a less urgent task's preemption point takes the urgent spawn
 }
 
 TEST_CASE("resched: a task pinned to the held worker stays there") {
-  // The request is claimed, but the pull may not move the task: it runs on
-  // worker 0 once its task ends, and worker 1 goes on with its own work.
+  // No request is raised for a task only worker 0 may run (and a pull could
+  // not move it): it runs on worker 0 once its task ends, and worker 1 goes
+  // on with its own work.
   urt::runtime rt(urt_test::synthetic_workers(urt_test::flat_n(2)));
   scene s;
   std::atomic<bool> release{false};

@@ -1,6 +1,7 @@
 // Tests of the reschedule requests (runtime/resched.*): driven
 // single-threaded on synthetic topologies up to 1024 workers, plus one
-// multi-threaded run of raises, claims and clears that checks the count.
+// multi-threaded run of raises, claims and clears that checks the count,
+// and the table of when a spawn asks for one.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "../topologies.hpp"
+#include "cpupri.hpp"
 #include "resched.hpp"
 
 using urt::detail::resched_requests;
@@ -109,4 +111,22 @@ TEST_CASE("resched: concurrent raises, claims and clears keep the count equal to
   CHECK(served == before);
   CHECK(raised(r) == 0);
   CHECK_FALSE(r.pending());
+}
+
+TEST_CASE("resched: a spawn asks for a request when its worker will be late to it") {
+  constexpr int idle = urt::detail::cpupri::level_idle;
+  // Busy at a less urgent level: the kernel would preempt it.
+  CHECK(resched_requests::wanted(90, 1, false));
+  CHECK(resched_requests::wanted(1, 0, false));
+  // Busy at the same level or above: the node waits its turn there.
+  CHECK_FALSE(resched_requests::wanted(1, 1, false));
+  CHECK_FALSE(resched_requests::wanted(50, 80, false));
+  // Parked or being woken: its wake-up is slower than a peer's next step.
+  CHECK(resched_requests::wanted(90, idle, true));
+  CHECK(resched_requests::wanted(1, idle, true));
+  // Idle and awake: it takes the node at once.
+  CHECK_FALSE(resched_requests::wanted(90, idle, false));
+  // A normal task waits for its worker (a request byte of 0 means none).
+  CHECK_FALSE(resched_requests::wanted(0, idle, true));
+  CHECK_FALSE(resched_requests::wanted(0, idle, false));
 }
