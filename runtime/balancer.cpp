@@ -6,6 +6,7 @@
 
 #include "cpupri.hpp"
 #include "migrator.hpp"
+#include "resched.hpp"
 #include "rt_queue.hpp"
 #include "spinlock.hpp"
 #include "worker_counters.hpp"
@@ -41,13 +42,20 @@ void balancer::push_tasks(std::uint64_t top_changes) noexcept {
   // push_rt_tasks: while a push succeeds. Each success fills a worker that
   // was strictly lower, so the worker count bounds the loop.
   for (unsigned i = 0; i < parts_.workers; ++i) {
-    const unsigned target = parts_.migrate.push_one(self_, rotation_++);
-    if (target == migrator::none) {
+    const migrator::pushed p = parts_.migrate.push_one(self_, rotation_++);
+    if (p.target == migrator::none) {
       if (i == 0) push_failed_at_ = top_changes;
       return;
     }
     worker_counters::bump_relaxed(counters_.pushes);
-    ring(target);
+    const bool rang = ring(p.target);
+    // The target runs a task below the pushed one, or must first be woken:
+    // whichever worker steps below it first runs it, as for a spawn into
+    // an inbox (resched.hpp). After the move and the ring: a claimer's
+    // acquire CAS then sees the task in the target's run queue.
+    if (p.movable && resched_requests::wanted(p.priority, p.target_running, rang)) {
+      parts_.resched.request(p.target, p.priority);
+    }
   }
 }
 
@@ -155,8 +163,10 @@ void balancer::send_hop(push_token::hop h) noexcept {
   if (parts_.bells.hand_token(h.target, h.seq)) worker_counters::bump_relaxed(counters_.doorbells_sent);
 }
 
-void balancer::ring(unsigned target) noexcept {
-  if (parts_.bells.ring(target)) worker_counters::bump_relaxed(counters_.doorbells_sent);
+bool balancer::ring(unsigned target) noexcept {
+  if (!parts_.bells.ring(target)) return false;
+  worker_counters::bump_relaxed(counters_.doorbells_sent);
+  return true;
 }
 
 }  // namespace urt::detail

@@ -29,6 +29,7 @@ namespace urt::detail {
 
 class cpupri;
 class migrator;
+class resched_requests;
 struct rt_queue;
 struct worker_counters;
 
@@ -59,6 +60,7 @@ class balancer {
     const overload_mask& overload;
     push_token& token;
     peer_bells& bells;
+    resched_requests& resched;
     unsigned workers;  // the number of workers: bounds a push loop
   };
 
@@ -127,7 +129,7 @@ class balancer {
   // One pull from `source` (the fallback), counted; true when it moved a task.
   bool pull_one(unsigned source) noexcept;
   void send_hop(push_token::hop h) noexcept;
-  void ring(unsigned target) noexcept;
+  bool ring(unsigned target) noexcept;  // true when it wrote the doorbell
 
   const unsigned self_;
   const config cfg_;

@@ -56,21 +56,21 @@ void migrator::move(task_node* node, unsigned from, unsigned to) noexcept {
   if (src.published < shown) src.lowered = true;  // its owner looks elsewhere
 }
 
-unsigned migrator::push_one(unsigned self, unsigned rotation) noexcept {
+migrator::pushed migrator::push_one(unsigned self, unsigned rotation) noexcept {
   rt_queue& src = q(self);
   for (int tries = 0; tries < max_push_tries; ++tries) {
     src.lock.lock();
     task_node* task = src.first_pushable();
     if (task == nullptr) {
       src.lock.unlock();
-      return none;
+      return {};
     }
     const unsigned target =
         prio_.find(task->priority, task->any_worker ? nullptr : &task->affinity, self, none,
                    rotation + static_cast<unsigned>(tries));
     if (target == none || target == self) {
       src.lock.unlock();
-      return none;
+      return {};
     }
     rt_queue& dst = q(target);
     // When our lock was dropped on the way, the task may have run (and its
@@ -79,12 +79,17 @@ unsigned migrator::push_one(unsigned self, unsigned rotation) noexcept {
     // Invariant 6: strictly lower, checked with the target's lock held.
     const bool ok = still_first && dst.running != cpupri::level_invalid &&
                     task->allowed_on(target) && dst.current() < task->priority;
-    if (ok) move(task, self, target);
+    pushed done;
+    if (ok) {
+      // Read before the unlock: once there, the task may run and be freed.
+      done = {target, task->priority, task->any_worker || task->affinity.count() > 1, dst.running};
+      move(task, self, target);
+    }
     dst.lock.unlock();
     src.lock.unlock();
-    if (ok) return target;
+    if (ok) return done;
   }
-  return none;
+  return {};
 }
 
 bool migrator::pull_from(unsigned self, unsigned src_id) noexcept {

@@ -46,10 +46,18 @@ class migrator {
   /// current priority and whether it has pushable tasks.
   void publish(unsigned w) noexcept;
 
+  /// What push_one() moved: `target` is none when it moved nothing.
+  struct pushed {
+    unsigned target = none;
+    int priority = 0;        // the task's
+    bool movable = false;    // another worker than the target may run it
+    int target_running = 0;  // the level of the target's running task (cpupri; negative: idle)
+  };
   /// push_rt_task: moves `self`'s most urgent pushable task to the worker
   /// cpupri finds strictly below it, re-checked under that worker's lock.
-  /// Returns the worker it went to, or none. Takes the locks itself.
-  unsigned push_one(unsigned self, unsigned rotation) noexcept;
+  /// Returns where it went and what the target was running, or a target of
+  /// none. Takes the locks itself.
+  pushed push_one(unsigned self, unsigned rotation) noexcept;
 
   /// pull_rt_task for one source: with both locks held, moves `src`'s most
   /// urgent pushable task to `self` when it may run there and is more

@@ -20,7 +20,9 @@
 //     woken thread (on the 2-core VM, a worker rung at the start of a
 //     burst ran its first task 10-100 us later), while a worker running
 //     short tasks steps within one; the woken owner still takes the node
-//     if it comes first. Raises w's byte to p.
+//     if it comes first. Raises w's byte to p. A push (balancer.cpp) asks
+//     the same after it moved a task into w's run queue: the claimer's
+//     pull finds it there.
 //   - claim_above(level, self): any worker at a scheduling point whose next
 //     task is at `level`: takes over one request above `level` (a CAS to 0,
 //     so one claimer serves each), then takes w's inbox in for it and pulls

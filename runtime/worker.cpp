@@ -29,7 +29,7 @@ worker::worker(runtime_shared& shared, unsigned id)
       parker_(io_, io_poll_.lease(), parker::config::from(*shared.options), counters_),
       balancer_(id, balancer::config::from(*shared.options),
                 balancer::shared_parts{*shared.migrate, *shared.prio_map, *shared.overload,
-                                       *shared.token, *shared.bells,
+                                       *shared.token, *shared.bells, *shared.resched,
                                        static_cast<unsigned>(shared.topo->worker_count())},
                 q_, counters_),
       bandwidth_(shared.options->bandwidth, clock::now()),

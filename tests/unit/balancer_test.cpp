@@ -2,7 +2,8 @@
 // single-threaded on synthetic topologies with a recorder in place of the
 // doorbells: what it pushes and whom it rings, when a failed push is
 // retried, lowering in pull and push_ipi mode, serving and forwarding the
-// push token, and the stuck-hop fallback (invariant 7).
+// push token, the stuck-hop fallback (invariant 7), and the reschedule
+// requests a push raises.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -17,6 +18,7 @@
 #include "cpupri.hpp"
 #include "migrator.hpp"
 #include "overload.hpp"
+#include "resched.hpp"
 #include "worker_counters.hpp"
 #include "urt/topology.hpp"
 
@@ -29,12 +31,14 @@ using urt::detail::task_node;
 
 namespace {
 
-// Records whom the balancers rang; every doorbell "was written".
+// Records whom the balancers rang; every doorbell "was written" (the
+// target was parked) unless `written` says otherwise.
 struct recorder final : urt::detail::peer_bells {
   bool ring(unsigned w) noexcept override {
     rung.push_back(w);
-    return true;
+    return written;
   }
+  bool written = true;
   bool hand_token(unsigned w, std::uint64_t seq) noexcept override {
     hops.emplace_back(w, seq);
     return true;
@@ -50,6 +54,7 @@ struct machine {
       : topo(urt::topology_options{.source = urt::topology_source::synthetic(synthetic)}),
         prio(urt::cpupri_layout::per_llc_bytes, topo.workers()),
         overload(topo.workers()),
+        resched(topo.workers()),
         queues(topo.worker_count(), nullptr),
         m(queues, prio, overload),
         counters(topo.worker_count()) {
@@ -60,7 +65,8 @@ struct machine {
     for (unsigned w = 0; w < n(); ++w) {
       balancers.push_back(std::make_unique<balancer>(
           w, balancer::config{mode, ipi_timeout},
-          balancer::shared_parts{m, prio, overload, token, bells, n()}, *queues[w], counters[w]));
+          balancer::shared_parts{m, prio, overload, token, bells, resched, n()}, *queues[w],
+          counters[w]));
       m.publish(w);
     }
   }
@@ -98,6 +104,7 @@ struct machine {
   urt::detail::overload_mask overload;
   urt::detail::push_token token;
   recorder bells;
+  urt::detail::resched_requests resched;
   std::vector<rt_queue*> queues;
   migrator m;
   std::vector<urt::detail::worker_counters> counters;
@@ -224,4 +231,43 @@ TEST_CASE("balancer: committing to a task waits for the push, then pulls from a 
   CHECK(mc.q(1).rq.empty());
   CHECK(mc.get(mc.counters[0].fallbacks) == 1);
   CHECK(mc.get(mc.counters[0].pulls) == 1);
+}
+
+TEST_CASE("balancer: a push raises a reschedule request when its target will be late to the task") {
+  // Worker 0 runs at 50 with a task at 40 queued; worker 2 runs at 60, so
+  // worker 1 is the only target. Whether the push asks the other workers
+  // to step in depends on what worker 1 was doing (resched.hpp).
+  struct case_t {
+    const char* what;
+    int target_level;  // worker 1's running level
+    bool parked;       // the ring wrote its doorbell
+    bool pinned;       // the task may run on worker 1 only
+    int request;       // worker 1's request byte afterwards
+  };
+  const int idle = cpupri::level_idle;
+  for (const case_t c : {case_t{"busy below the task", 10, false, false, 40},
+                         case_t{"parked", idle, true, false, 40},
+                         case_t{"idle and awake", idle, false, false, 0},
+                         case_t{"busy below, the task pinned to it", 10, false, true, 0},
+                         case_t{"parked, the task pinned to it", idle, true, true, 0}}) {
+    CAPTURE(c.what);
+    machine mc("core:3 pu:1", migration_mode::push_ipi);
+    mc.bells.written = c.parked;
+    mc.run(0, 50);
+    mc.run(1, c.target_level);
+    mc.run(2, 60);
+    task_node* t = mc.make(40);
+    if (c.pinned) {
+      t->any_worker = false;
+      t->affinity = urt::worker_set{1};
+    }
+    mc.q(0).enqueue(t, 0);
+    mc.m.publish(0);
+    const auto due = mc.push_due(0);
+    REQUIRE(due.has_value());
+    mc.b(0).push_tasks(*due);
+    CHECK(mc.q(1).rq.size() == 1);  // pushed either way
+    CHECK(mc.resched.requested(1) == c.request);
+    CHECK(mc.resched.pending() == (c.request != 0));
+  }
 }

@@ -118,20 +118,20 @@ TEST_CASE("migrator: a push goes to the lowest worker, strictly lower, highest p
   CHECK(mc.overload.top(0) == 45);
   // The most urgent pushable task (45; the pinned 90 is not pushable) goes to
   // the lowest worker below it: worker 1 at 40.
-  CHECK(mc.m->push_one(0, 0) == 1);
+  CHECK(mc.m->push_one(0, 0).target == 1);
   CHECK(high->queued_on == 1);
   CHECK(mc.q(1).current() == 45);
   mc.check_published();
   // 30: nobody is below 30 now (1 is at 45).
-  CHECK(mc.m->push_one(0, 0) == none);
+  CHECK(mc.m->push_one(0, 0).target == none);
   CHECK(low->queued_on == 0);
   // Worker 3 goes idle: now the 30 can go there.
   mc.run(3, cpupri::level_idle);
-  CHECK(mc.m->push_one(0, 0) == 3);
+  CHECK(mc.m->push_one(0, 0).target == 3);
   CHECK(low->queued_on == 3);
   // Only the pinned task is left: not overloaded, nothing to push.
   CHECK_FALSE(mc.overload.test(0));
-  CHECK(mc.m->push_one(0, 0) == none);
+  CHECK(mc.m->push_one(0, 0).target == none);
   CHECK(pinned->queued_on == 0);
   mc.check_published();
   CHECK(mc.q(0).migrated_out.load() == 2);
@@ -148,7 +148,7 @@ TEST_CASE("migrator: a push respects the affinity and never targets a stopped wo
   task_node* t = mc.make(40, worker_set{0, 2, 3});
   mc.enqueue(0, t);
   // Worker 1 is idle (lowest) but outside the affinity; 3 is stopped.
-  CHECK(mc.m->push_one(0, 0) == 2);
+  CHECK(mc.m->push_one(0, 0).target == 2);
   CHECK(t->queued_on == 2);
   mc.check_published();
 }
@@ -173,7 +173,7 @@ TEST_CASE("migrator: a worker holding FIFO back (its budget spent) sheds its FIF
   CHECK(mc.m->pull_from(2, 0));
   CHECK(a->queued_on == 2);
   // ... and pushed to the idle worker 1.
-  CHECK(mc.m->push_one(0, 0) == 1);
+  CHECK(mc.m->push_one(0, 0).target == 1);
   CHECK(b->queued_on == 1);
   CHECK(mc.q(0).rq.empty());
   // Nothing FIFO is pushed into the held worker meanwhile, though it is idle.
@@ -181,12 +181,12 @@ TEST_CASE("migrator: a worker holding FIFO back (its budget spent) sheds its FIF
   mc.enqueue(2, c);
   mc.run(1, 60);
   mc.run(2, 70);
-  CHECK(mc.m->push_one(2, 0) == none);
+  CHECK(mc.m->push_one(2, 0).target == none);
   CHECK(c->queued_on == 2);
   // The period ends: it shows its own level again and takes pushes.
   mc.q(0).fifo_held = false;
   mc.m->publish(0);
-  CHECK(mc.m->push_one(2, 0) == 0);
+  CHECK(mc.m->push_one(2, 0).target == 0);
   CHECK(c->queued_on == 0);
   mc.check_published();
 }
@@ -224,7 +224,7 @@ TEST_CASE("migrator: a move that takes a worker's queued top away marks it lower
   mc.run(2, 18);
   // Nobody is below 14: worker 1's push fails (and push_due() will not
   // retry it until worker 1's top changes).
-  CHECK(mc.m->push_one(1, 0) == none);
+  CHECK(mc.m->push_one(1, 0).target == none);
   for (unsigned w = 0; w < 3; ++w) CHECK_FALSE(mc.q(w).lowered);
   // Worker 2 lowers and pulls the 16 away from worker 0, which drops to 10:
   // below the 14 waiting on worker 1, but only `lowered` tells it so.
@@ -253,7 +253,7 @@ TEST_CASE("migrator: a move that takes a worker's queued top away marks it lower
   task_node* pinned = mc2.make(30, worker_set{0});
   mc2.enqueue(0, pinned);
   mc2.enqueue(0, mc2.make(20));
-  CHECK(mc2.m->push_one(0, 0) == 1);
+  CHECK(mc2.m->push_one(0, 0).target == 1);
   CHECK(mc2.q(0).current() == 30);
   CHECK_FALSE(mc2.q(0).lowered);
   mc2.q(0).remove(pinned);  // its owner ran it; the 20 runs on worker 1
@@ -261,7 +261,7 @@ TEST_CASE("migrator: a move that takes a worker's queued top away marks it lower
   mc2.run(1, 20);
   mc2.enqueue(0, mc2.make(25));
   mc2.run(1, cpupri::level_idle);
-  CHECK(mc2.m->push_one(0, 0) == 1);
+  CHECK(mc2.m->push_one(0, 0).target == 1);
   CHECK(mc2.q(0).current() == 10);
   CHECK(mc2.q(0).lowered);
   mc2.check_published();
@@ -304,7 +304,7 @@ TEST_CASE("migrator: random pushes and pulls keep every task exactly once and in
             task_node* t = mc.q(w).first_pushable();
             std::vector<int> before(n);
             for (unsigned v = 0; v < n; ++v) before[v] = mc.q(v).current();
-            const unsigned target = mc.m->push_one(w, static_cast<unsigned>(step));
+            const unsigned target = mc.m->push_one(w, static_cast<unsigned>(step)).target;
             if (target != none) {
               REQUIRE(t != nullptr);
               CHECK(target != w);
@@ -380,7 +380,7 @@ TEST_CASE("migrator: with M > N never-ending tasks, settling runs the N most urg
         mc.run(w, t->priority);
       }
       for (unsigned v = 0; v < n; ++v) {
-        while (mc.m->push_one(v, 0) != none) {
+        while (mc.m->push_one(v, 0).target != none) {
         }
       }
     }
