@@ -67,6 +67,15 @@
 //      first share has on this machine (per_llc_bytes solo / global 2-thread):
 //      with two CPUs, global's contended update is only a few times its
 //      uncontended one, so a per-update share of 5% may be out of reach.
+//   5. Reschedule requests (runtime/resched.*), what a scheduling point
+//      pays while a request it cannot claim is raised, on part 1's sizes:
+//        below top     one request at priority 1; claim_above(50) from
+//                      part 1's random workers: the summary word says
+//                      nothing is above 50, no byte is read;
+//        stale top     a request at 90 served, one at 1 left: the summary's
+//                      top still says 90, so claim_above(50) scans every
+//                      byte and finds nothing (the worst case).
+//      Instructions or ns per call, as in part 1; every answer must be none.
 //   Each part says how much CPU time other processes (and the hypervisor's
 //   steal) took meanwhile, from /proc/stat, and flags it above 10%.
 //
@@ -104,6 +113,7 @@
 #include "cpupri.hpp"
 #include "instr_measure.hpp"
 #include "placement.hpp"
+#include "resched.hpp"
 #include "urt/worker_set.hpp"
 #include "urt/priority.hpp"
 #include "urt/topology.hpp"
@@ -952,6 +962,41 @@ int main(int argc, char** argv) {
           "quiet machine\n");
     }
   }
+
+  // ---- Part 5.
+  std::printf("\n== 5. Reschedule requests: claim_above(50) with no request above 50 ==\n");
+  std::printf("  %-14s %22s %22s\n", "workers", "below top", "stale top");
+  bool claims_none = true;
+  for (const size_case& sc : sizes) {
+    const workload w = make_workload(sc);
+    const auto n = static_cast<unsigned>(w.places.size());
+    urt::detail::resched_requests r(w.places);
+    const auto claims = [&] {
+      return measure_median(
+          single_reps(), w.froms.size(),
+          [&] {
+            for (unsigned from : w.froms) {
+              const unsigned got = r.claim_above(50, from);
+              claims_none = claims_none && got == urt::detail::resched_requests::none;
+              keep(got);
+            }
+          },
+          main_counter);
+    };
+    r.request(n - 2, 1);
+    const sample below = claims();
+    r.request(n - 1, 90);
+    claims_none = claims_none && r.claim_above(50, 0) == n - 1;  // top stays at 90
+    const sample stale = claims();
+    const auto cell = [&](const sample& x) {
+      return have_instr ? std::to_string(static_cast<long>(x.instr)) + " instr, " +
+                              std::to_string(static_cast<long>(x.ns)) + " ns"
+                        : std::to_string(static_cast<long>(x.ns)) + " ns";
+    };
+    std::printf("  %-14u %22s %22s\n", n, cell(below).c_str(), cell(stale).c_str());
+  }
+  if (!claims_none) std::printf("  ERROR: a claim answered something other than none\n");
+
   std::printf("  total run time %.1f s\n", seconds_since(t_start));
-  return answers_agree && spawns_agree ? 0 : 1;
+  return answers_agree && spawns_agree && claims_none ? 0 : 1;
 }

@@ -1,5 +1,7 @@
 #include "resched.hpp"
 
+#include <algorithm>
+
 namespace urt::detail {
 
 resched_requests::resched_requests(std::span<const worker_place> workers)
@@ -17,18 +19,35 @@ void resched_requests::request(unsigned w, int p) noexcept {
   std::atomic<std::uint8_t>& b = bytes_[w];
   const auto want = static_cast<std::uint8_t>(p);
   std::uint8_t seen = b.load(std::memory_order_relaxed);
+  if (seen >= want) return;  // asked for already, at p or above
+  // Counted and top raised before the byte: the count never falls short of
+  // the bytes set (see the header).
+  update(+1, want);
   // Release: pairs with clear()'s and claim_above()'s acquire RMWs, which
   // then see the push that came before this (see the header).
   while (seen < want &&
          !b.compare_exchange_weak(seen, want, std::memory_order_release,
                                   std::memory_order_relaxed)) {
   }
-  if (seen == 0) count_.value.fetch_add(1, std::memory_order_relaxed);
+  if (seen != 0) uncount();  // the byte was set already: counted by whoever set it
+}
+
+void resched_requests::update(std::int32_t delta, std::uint8_t p) noexcept {
+  // Relaxed: the summary is a hint (pending_above()); the bytes' RMWs carry
+  // the ordering.
+  std::uint64_t w = summary_.word.load(std::memory_order_relaxed);
+  summary next;
+  do {
+    const summary s = summary::of(w);
+    next.count = s.count + delta;
+    next.top = next.count <= 0 ? std::uint8_t{0} : std::max(s.top, p);
+  } while (!summary_.word.compare_exchange_weak(w, next.word(), std::memory_order_relaxed,
+                                                std::memory_order_relaxed));
 }
 
 unsigned resched_requests::claim_above(int level, unsigned self) noexcept {
   const std::size_t lines = bytes_.lines();
-  if (lines == 0 || self >= n_) return none;
+  if (lines == 0 || self >= n_ || !pending_above(level)) return none;
   const std::size_t first = bytes_.line_of(self);
   for (std::size_t k = 0; k < lines; ++k) {
     const std::size_t l = (first + k) % lines;
@@ -43,7 +62,7 @@ unsigned resched_requests::claim_above(int level, unsigned self) noexcept {
       // look at the next worker.
       if (bytes_[w].compare_exchange_strong(seen, 0, std::memory_order_acquire,
                                             std::memory_order_relaxed)) {
-        count_.value.fetch_sub(1, std::memory_order_relaxed);
+        uncount();
         return w;
       }
     }

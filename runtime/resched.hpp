@@ -11,9 +11,11 @@
 // resched_requests (one per runtime) is that IPI made visible to the other
 // workers: a byte per worker, the most urgent priority a spawner queued in
 // its inbox above the level the worker showed, on per-LLC cache lines
-// (llc_bytes.hpp), and a count of the workers with a request (the fast
-// path: every scheduling point loads it, and it is written only when a
-// request is raised or served, never per ordinary spawn).
+// (llc_bytes.hpp), and a summary word on a line of its own: a count of the
+// workers with a request and `top`, the most urgent priority asked for
+// since the count was last 0 (the fast path: every scheduling point loads
+// it, and it is written only when a request is raised or served, never per
+// ordinary spawn or per spawn into an inbox already asked for).
 //   - request(w, p): a spawner, after its push into w's inbox and its ring,
 //     when w will be late to the node (wanted()): busy at a level below p,
 //     or parked or being woken. The OS takes tens of microseconds to run a
@@ -24,7 +26,10 @@
 //     the same after it moved a task into w's run queue: the claimer's
 //     pull finds it there.
 //   - claim_above(level, self): any worker at a scheduling point whose next
-//     task is at `level`: takes over one request above `level` (a CAS to 0,
+//     task is at `level`, when the summary's top is above it (a scan of
+//     every byte costs about 0.6 us at 256 workers, too much for every
+//     scheduling point while a request below the worker's level waits):
+//     takes over one request above `level` (a CAS to 0,
 //     so one claimer serves each), then takes w's inbox in for it and pulls
 //     its most urgent task (worker::serve_resched). A claim that pulls
 //     nothing (the owner came first, or the task may run only on w) costs
@@ -45,12 +50,17 @@
 //   - A request may outlive its node (the owner drained it between the push
 //     and the request): it costs one claimer a look, or the owner's next
 //     clear.
-//   - The count equals the number of bytes set, except between a byte's RMW
-//     and the count's update that follows it: each 0 -> p transition adds
-//     one, each p -> 0 transition takes one off.
+//   - The count is never below the number of bytes set: request() counts
+//     itself and raises top before its byte CAS (and takes its count back
+//     when the byte was set already), clear() and claims take one off after
+//     their p -> 0 RMW. So when an update leaves the count at 0, no byte is
+//     set, and top is reset to 0 with it; while the count is above 0, top
+//     is at least every set byte (it may be above them, after the most
+//     urgent request was served: claimers then scan for nothing until the
+//     count next reaches 0).
 // Concurrency: every member may run on any thread concurrently with any
-// other; wait-free except request()'s CAS loop, which retries only while
-// other spawners raise the same byte.
+// other; wait-free except the CAS loops of request() (on the byte, while
+// other spawners raise it) and of the summary (while others update it).
 #pragma once
 
 #include <atomic>
@@ -87,11 +97,14 @@ class resched_requests {
   /// ring, when wanted(): asks that some worker run it before w gets to it.
   void request(unsigned w, int p) noexcept;
 
-  /// Any thread, at each scheduling point: whether any request is raised
-  /// (relaxed: a hint; claim_above() decides under its CAS).
-  [[nodiscard]] bool pending() const noexcept {
-    return count_.value.load(std::memory_order_relaxed) > 0;
+  /// Any thread, at each scheduling point: whether a request above `level`
+  /// may be raised (relaxed: a hint; claim_above() decides under its CAS).
+  [[nodiscard]] bool pending_above(int level) const noexcept {
+    const summary s = summary::of(summary_.word.load(std::memory_order_relaxed));
+    return s.count > 0 && static_cast<int>(s.top) > level;
   }
+  /// Whether any request is raised (the same hint).
+  [[nodiscard]] bool pending() const noexcept { return pending_above(-1); }
 
   /// Any worker whose next task is at `level`: takes over one request of a
   /// worker other than `self` above `level`, scanning from `self`'s LLC,
@@ -104,7 +117,7 @@ class resched_requests {
     // Relaxed load: a request raised after it is left for a claimer or the
     // next clear. Acquire: pairs with request()'s release CAS (see the top).
     if (b.load(std::memory_order_relaxed) != 0 && b.exchange(0, std::memory_order_acquire) != 0) {
-      count_.value.fetch_sub(1, std::memory_order_relaxed);
+      uncount();
     }
   }
 
@@ -118,10 +131,27 @@ class resched_requests {
   unsigned n_ = 0;
   llc_bytes bytes_;
   std::vector<unsigned> worker_at_;  // line * llc_bytes::line_bytes + byte -> worker, or none
-  struct alignas(64) counter {
-    std::atomic<int> value{0};  // requests raised (see the top)
+  // The summary word: the count (low 32 bits, signed: never below the bytes
+  // set, see the top) and top (the next 8 bits).
+  struct summary {
+    std::int32_t count = 0;
+    std::uint8_t top = 0;
+    static summary of(std::uint64_t w) noexcept {
+      return {static_cast<std::int32_t>(static_cast<std::uint32_t>(w)),
+              static_cast<std::uint8_t>(w >> 32)};
+    }
+    [[nodiscard]] std::uint64_t word() const noexcept {
+      return (std::uint64_t{top} << 32) | static_cast<std::uint32_t>(count);
+    }
   };
-  counter count_;
+  // Adds `delta` to the count and raises top to `p`; an update that leaves
+  // the count at 0 or below resets top (no byte is set then).
+  void update(std::int32_t delta, std::uint8_t p) noexcept;
+  void uncount() noexcept { update(-1, 0); }
+  struct alignas(64) summary_line {
+    std::atomic<std::uint64_t> word{0};
+  };
+  summary_line summary_;
 };
 
 }  // namespace urt::detail

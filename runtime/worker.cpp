@@ -398,7 +398,7 @@ bool worker::submit_remote(task_node* node) noexcept {
 
 void worker::serve_resched(int level) noexcept {
   resched_requests& requests = *shared_.resched;
-  if (!requests.pending() || !balancer_.acts_on_lowering()) return;
+  if (!requests.pending_above(level) || !balancer_.acts_on_lowering()) return;
   const unsigned w = requests.claim_above(level, id_);
   if (w == resched_requests::none) return;
   q_.lock.unlock();

@@ -4,6 +4,7 @@
 // and the table of when a spawn asks for one.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -100,9 +101,16 @@ TEST_CASE("resched: concurrent raises, claims and clears keep the count equal to
   }
   for (auto& th : threads) th.join();
   CHECK(claimed.load() > 0);
-  // Quiescent now: the count says pending exactly when a byte is set, and
-  // claims then empty it one request at a time.
+  // Quiescent now: the count says pending exactly when a byte is set, the
+  // summary's top hides no request from a claimer below it, and claims
+  // then empty it one request at a time.
   CHECK(r.pending() == (raised(r) > 0));
+  int highest = 0;
+  for (unsigned w = 0; w < r.worker_count(); ++w) highest = std::max(highest, r.requested(w));
+  for (int level = -1; level < highest; ++level) {
+    CAPTURE(level);
+    CHECK(r.pending_above(level));
+  }
   const unsigned before = raised(r);
   unsigned served = 0;
   for (const unsigned self : {0U, 1U}) {
@@ -129,4 +137,30 @@ TEST_CASE("resched: a spawn asks for a request when its worker will be late to i
   // A normal task waits for its worker (a request byte of 0 means none).
   CHECK_FALSE(resched_requests::wanted(0, idle, true));
   CHECK_FALSE(resched_requests::wanted(0, idle, false));
+}
+
+TEST_CASE("resched: a claimer at or above every request skips the scan, and the summary resets") {
+  resched_requests r(urt_test::places(urt_test::several_llcs));  // 8 workers, 2 LLCs
+  CHECK_FALSE(r.pending());
+  r.request(3, 20);
+  r.request(6, 12);
+  CHECK(r.pending_above(19));
+  CHECK_FALSE(r.pending_above(20));  // nothing above 20 is asked for
+  CHECK(r.claim_above(20, 0) == none);
+  CHECK(r.requested(3) == 20);  // left for a claimer below it
+  CHECK(r.claim_above(15, 0) == 3);
+  CHECK(r.claim_above(15, 0) == none);  // 12 is not above 15
+  r.clear(6);
+  CHECK_FALSE(r.pending());
+  // The count reached 0: top starts over, and a low request is not seen
+  // as an urgent one.
+  r.request(5, 4);
+  CHECK(r.pending_above(3));
+  CHECK_FALSE(r.pending_above(4));
+  // Raising a request counts it once.
+  r.request(5, 9);
+  r.request(5, 7);  // below what is asked: nothing changes
+  CHECK(r.requested(5) == 9);
+  CHECK(r.claim_above(8, 0) == 5);
+  CHECK_FALSE(r.pending());
 }
