@@ -47,14 +47,23 @@ void resched_requests::update(std::int32_t delta, std::uint8_t p) noexcept {
 
 unsigned resched_requests::claim_above(int level, unsigned self) noexcept {
   const std::size_t lines = bytes_.lines();
-  if (lines == 0 || self >= n_ || !pending_above(level)) return none;
+  if (lines == 0 || self >= n_) return none;
+  const std::uint64_t before = summary_.word.load(std::memory_order_relaxed);
+  const summary s = summary::of(before);
+  if (s.count <= 0 || static_cast<int>(s.top) <= level) return none;
+  // What the scan saw, for the repair of a stale top below.
+  std::int32_t set = 0;
+  std::uint8_t highest = 0;
   const std::size_t first = bytes_.line_of(self);
   for (std::size_t k = 0; k < lines; ++k) {
     const std::size_t l = (first + k) % lines;
     const auto line = bytes_.line(l);
     for (unsigned i = 0; i < llc_bytes::line_bytes; ++i) {
       std::uint8_t seen = line[i].load(std::memory_order_relaxed);
-      if (seen == 0 || static_cast<int>(seen) <= level) continue;
+      if (seen == 0) continue;
+      ++set;
+      highest = std::max(highest, seen);
+      if (static_cast<int>(seen) <= level) continue;
       const unsigned w = worker_at_[l * llc_bytes::line_bytes + i];
       if (w == self || w == none) continue;
       // Acquire: pairs with request()'s release CAS (see the header). A
@@ -66,6 +75,17 @@ unsigned resched_requests::claim_above(int level, unsigned self) noexcept {
         return w;
       }
     }
+  }
+  // Nothing to claim. When the summary has not changed since before the
+  // scan and the scan saw as many bytes set as it counts, no request was in
+  // flight (each counts itself before it sets its byte, and takes itself
+  // off after its byte is cleared), so the highest byte seen is the true
+  // top: lower a stale one, so that the next claimers skip the scan. Any
+  // update meanwhile fails the CAS, and the top stays as it was.
+  if (set == s.count && highest < s.top) {
+    std::uint64_t expected = before;
+    summary_.word.compare_exchange_strong(expected, summary{s.count, highest}.word(),
+                                          std::memory_order_relaxed, std::memory_order_relaxed);
   }
   return none;
 }

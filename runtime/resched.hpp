@@ -55,9 +55,11 @@
 //     when the byte was set already), clear() and claims take one off after
 //     their p -> 0 RMW. So when an update leaves the count at 0, no byte is
 //     set, and top is reset to 0 with it; while the count is above 0, top
-//     is at least every set byte (it may be above them, after the most
-//     urgent request was served: claimers then scan for nothing until the
-//     count next reaches 0).
+//     is at least every set byte. It may be above them, after the most
+//     urgent request was served: the next claimer below it then scans for
+//     nothing, and lowers top to the highest byte it saw when the summary
+//     did not change meanwhile and it saw as many bytes set as are counted
+//     (then no request was in flight).
 // Concurrency: every member may run on any thread concurrently with any
 // other; wait-free except the CAS loops of request() (on the byte, while
 // other spawners raise it) and of the summary (while others update it).

@@ -164,3 +164,18 @@ TEST_CASE("resched: a claimer at or above every request skips the scan, and the 
   CHECK(r.claim_above(8, 0) == 5);
   CHECK_FALSE(r.pending());
 }
+
+TEST_CASE("resched: a claimer that scans for nothing lowers a stale top") {
+  resched_requests r(urt_test::places(urt_test::several_llcs));  // 8 workers, 2 LLCs
+  r.request(3, 90);
+  r.request(6, 10);
+  CHECK(r.claim_above(50, 0) == 3);
+  // Served: top still says 90 though only 10 is asked for.
+  CHECK(r.pending_above(50));
+  CHECK(r.claim_above(50, 1) == none);  // scans, and lowers top to 10
+  CHECK_FALSE(r.pending_above(50));
+  CHECK_FALSE(r.pending_above(10));
+  CHECK(r.pending_above(9));
+  CHECK(r.claim_above(5, 1) == 6);
+  CHECK_FALSE(r.pending());
+}
