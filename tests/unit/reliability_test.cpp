@@ -81,6 +81,16 @@ TEST_CASE("reliability: a series whose next release saturates is dropped by stop
     runs.notify_all();
   });
   wait_for(runs, 1);
+  // The worker queues the series' next release after the task returns; a
+  // cancel() before that ends the series there, as completed (it failed 2
+  // runs in 40 that way). A task spawned now runs on the only worker after
+  // that, so once it ran the next release is queued.
+  std::atomic<int> fenced{0};
+  rt.spawn(urt::task_spec{}, [&] {
+    fenced.store(1);
+    fenced.notify_all();
+  });
+  wait_for(fenced, 1);
   series.cancel();  // takes effect at a next release that never comes: stop() ends it
   CHECK(rt.stop(urt::stop_mode::cancel) == 1);
   CHECK(runs.load() == 1);
