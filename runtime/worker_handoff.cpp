@@ -1,0 +1,116 @@
+// How tasks reach a worker's run queue (worker.hpp has the class): a spawn
+// from another thread into its inbox, with the doorbell, the stranded mark
+// and a reschedule request when it will be late to it; a spawn from one of
+// its own tasks, straight into the run queue; the owner's drain of its
+// inbox at each scheduling point; a take-in by a peer for it (the stranded
+// watch, a reschedule request); and the requests this worker serves for
+// others. DESIGN.md, "How work travels", tells the whole path.
+#include "worker.hpp"
+
+#include <optional>
+
+#include "migrator.hpp"
+
+namespace urt::detail {
+
+bool worker::submit_remote(task_node* node) noexcept {
+  // Read before the push: once pushed, the node may run and be freed.
+  const int priority = node->timed ? cpupri::level_idle : node->priority;
+  const bool movable = node->any_worker || node->affinity.count() > 1;
+  inbox_.push(node);
+  // A full ring(), fence included: the owner may park while this enqueue's
+  // link store is still pending (drain_inbox() cannot see the node yet), so
+  // the store must be ordered before the load of the parking flag.
+  const bool rang = parker_.ring();
+  // Not parked: it takes the node in at its next scheduling point, unless
+  // its task never reaches one; mark it for the idle workers' watch. After
+  // the ring: its fence orders the push before the mark's load
+  // (stranded.hpp).
+  if (!rang) shared_.strand->mark(id_);
+  // Ask whichever worker steps below the node first to run it when this
+  // one will be late to it: busy at a less urgent level (the kernel would
+  // preempt its task), or parked or being woken (resched.hpp). Not for a
+  // node only this worker may run. The request's release CAS comes after
+  // the push.
+  if (movable && priority > priority_normal &&
+      resched_requests::wanted(priority, shared_.prio_map->level(id_), rang || parker_.parking())) {
+    shared_.resched->request(id_, priority);
+  }
+  return rang;
+}
+
+void worker::serve_resched(int level) noexcept {
+  resched_requests& requests = *shared_.resched;
+  if (!requests.pending_above(level) || !balancer_.acts_on_lowering()) return;
+  const unsigned w = requests.claim_above(level, id_);
+  if (w == resched_requests::none) return;
+  q_.lock.unlock();
+  // Into w's run queue, where a pull sees it; then the pull, which moves
+  // w's most urgent pushable task here if it is more urgent than this
+  // worker's level (one pinned to w stays for w).
+  shared_.strand_peers->take_in(w);
+  balancer_.pull_from(w);
+  q_.lock.lock();
+}
+
+std::size_t worker::take_in_for_peer() noexcept {
+  q_.lock_remote();
+  std::size_t moved = 0;
+  // Relaxed: a stale state moves nodes that stop() will drain or cancel
+  // from the run queue as it would from the inbox.
+  if (q_.running != cpupri::level_invalid &&
+      shared_.state.load(std::memory_order_relaxed) == run_state::running) {
+    // FIFO within a level is kept: the nodes go to the tails of their
+    // levels, behind what the owner took in before.
+    moved = inbox_.take_untimed([this](task_node* node) { q_.enqueue(node, id_); });
+    if (moved > 0) {
+      shared_.migrate->publish(id_);
+      q_.moved_in.store(true, std::memory_order_relaxed);  // the owner looks at its next step
+    }
+  }
+  q_.lock.unlock();
+  // The owner may be on its way to park: its last look at the inbox can
+  // find it emptied here before it sees moved_in, and it would then sleep
+  // with these tasks in its run queue. The ring's seq_cst fence orders the
+  // moved_in store before its load of the doorbell word (the Dekker pair
+  // with the parker's announcement, memory-order row 10), as for a push.
+  if (moved > 0) parker_.ring();
+  return moved;
+}
+
+void worker::submit_local(task_node* node) noexcept {
+  q_.lock.lock();
+  // FIFO within a priority across remote and local spawns: remote spawns of
+  // this level that returned before this one go first (inbox.hpp).
+  inbox_.take_level_all(node->priority, [this](task_node* n) { enqueue(n); });
+  enqueue(node);
+  shared_.migrate->publish(id_);  // a more urgent child raises this worker at once
+  const std::optional<std::uint64_t> push = balancer_.push_due();
+  q_.lock.unlock();
+  // The running task goes on, so the new one does not run next: push it
+  // (or a more urgent queued one) to a lower worker if there is one.
+  if (push) balancer_.push_tasks(*push);
+}
+
+void worker::uncount_local_accept() noexcept {
+  // Single writer, like bump_release(); release for the same pairing.
+  counters_.accepted_local.store(counters_.accepted_local.load(std::memory_order_relaxed) - 1,
+                                 std::memory_order_release);
+}
+
+std::size_t worker::drain_inbox() noexcept {
+  // Before the take: what a request was about is taken in now, or a
+  // request raised after this stays for a claimer (resched.hpp).
+  shared_.resched->clear(id_);
+  // A few nodes per scheduling point, most urgent first, the levels above
+  // the queue's top before the pick needs them (inbox.hpp); all of it once
+  // stop() began, so a stop does not wait on batches. Relaxed: a stale
+  // `running` costs one more step.
+  const bool running = shared_.state.load(std::memory_order_relaxed) == run_state::running;
+  return inbox_.take([this] { return q_.rq.top_level(); },
+                     running ? inbox::batch : inbox::unlimited,
+                     running ? inbox::trickle : inbox::unlimited,
+                     [this](task_node* node) { enqueue(node); });
+}
+
+}  // namespace urt::detail
