@@ -12,7 +12,7 @@
 #include <atomic>
 #include <csignal>
 #include <latch>
-#include <set>
+#include <vector>
 
 #include "../topologies.hpp"
 #include "signal_mask.hpp"
