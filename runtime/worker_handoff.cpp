@@ -16,7 +16,7 @@ namespace urt::detail {
 bool worker::submit_remote(task_node* node) noexcept {
   // Read before the push: once pushed, the node may run and be freed.
   const int priority = node->timed ? cpupri::level_idle : node->priority;
-  const bool movable = node->any_worker || node->affinity.count() > 1;
+  const bool movable = node->migratable;
   inbox_.push(node);
   // A full ring(), fence included: the owner may park while this enqueue's
   // link store is still pending (drain_inbox() cannot see the node yet), so
