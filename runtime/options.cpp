@@ -50,6 +50,8 @@ void runtime_options::validate() const {
                                ? "the XML file path is empty"
                                : "the synthetic description is empty");
   }
+  check_enum("binding", binding, "worker_binding",
+             {worker_binding::pu, worker_binding::llc, worker_binding::workers});
   if (idle_spin.count() < 0) bad_option("idle_spin", ns_text(idle_spin) + " is negative");
   check_wait("idle_spin", idle_spin);
   if (timer_spin.count() < 0) bad_option("timer_spin", ns_text(timer_spin) + " is negative");

@@ -19,9 +19,9 @@ struct runtime_workers {
 }  // namespace
 
 placement::placement(const cpupri& prio, std::span<const std::unique_ptr<worker>> workers,
-                     const urt::topology& topo)
+                     const urt::topology& topo, worker_binding binding)
     : prio_(prio), workers_(workers) {
-  if (!topo.is_this_system()) return;
+  if (!topo.is_this_system() || binding != worker_binding::pu) return;
   for (const worker_place& p : topo.workers()) {
     if (p.pu >= worker_of_pu_.size()) worker_of_pu_.resize(p.pu + 1, cpupri::none);
     worker_of_pu_[p.pu] = p.worker;

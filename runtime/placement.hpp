@@ -118,10 +118,12 @@ unsigned place_on(const cpupri& prio, const Workers& workers,
 
 class placement {
  public:
-  /// `workers` by id. On a real system `topo` maps each PU to its worker,
-  /// so a spawn from an outside thread can prefer the worker on its CPU.
+  /// `workers` by id. On a real system with workers bound to their own PU
+  /// `topo` maps each PU to its worker, so a spawn from an outside thread
+  /// can prefer the worker on its CPU (a worker bound more widely may be
+  /// anywhere: no such preference).
   placement(const cpupri& prio, std::span<const std::unique_ptr<worker>> workers,
-            const urt::topology& topo);
+            const urt::topology& topo, worker_binding binding);
 
   /// The worker to queue a task of `spec` on; `self` is the spawning task's
   /// worker, or nullptr for an outside thread.

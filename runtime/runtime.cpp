@@ -179,7 +179,7 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
     workers.push_back(std::make_unique<worker>(shared, id));
     queues[id] = &workers.back()->queue();
   }
-  place = std::make_unique<detail::placement>(*prio_map, workers, topo);
+  place = std::make_unique<detail::placement>(*prio_map, workers, topo, options.binding);
   detail::startup st(static_cast<std::ptrdiff_t>(n));
   for (std::size_t i = 0; i < n; ++i) {
     try {

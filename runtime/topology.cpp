@@ -369,18 +369,36 @@ const topology_source& topology::source() const noexcept {
   return impl_ ? impl_->source_ : empty_source;
 }
 
-bool topology::bind_current_thread(unsigned worker) const {
+bool topology::bind_current_thread(unsigned worker, worker_binding binding) const {
   if (!impl_ || worker >= impl_->workers_.size()) {
     throw std::out_of_range("topology: no worker " + std::to_string(worker) + " (have " +
                             std::to_string(worker_count()) + ")");
   }
+  if (binding != worker_binding::pu && binding != worker_binding::llc &&
+      binding != worker_binding::workers) {
+    throw std::invalid_argument("topology::bind_current_thread: binding: value " +
+                                std::to_string(static_cast<int>(binding)) +
+                                " is not a worker_binding");
+  }
   if (!impl_->this_system_) return false;
-  const unsigned pu = impl_->workers_[worker].pu;
+  const worker_place& self = impl_->workers_[worker];
   bitmap_ptr set = alloc_bitmap();
-  if (hwloc_bitmap_only(set.get(), pu) != 0) throw std::bad_alloc();
+  // The PUs of the chosen workers only: never one the runtime was not
+  // given (a cpulist, the process's allowed set).
+  for (const worker_place& p : impl_->workers_) {
+    const bool in = binding == worker_binding::workers ||
+                    (binding == worker_binding::llc ? p.llc == self.llc : p.worker == worker);
+    if (in && hwloc_bitmap_set(set.get(), p.pu) != 0) throw std::bad_alloc();
+  }
   if (hwloc_set_cpubind(impl_->topo_.get(), set.get(), HWLOC_CPUBIND_THREAD) != 0) {
-    throw std::system_error(errno, std::generic_category(),
-                            "bind worker " + std::to_string(worker) + " to PU " + std::to_string(pu));
+    const int err = errno;
+    const char* what = binding == worker_binding::pu    ? " to PU "
+                       : binding == worker_binding::llc ? " to the PUs of its LLC, "
+                                                        : " to the workers' PUs, ";
+    char text[512];
+    if (hwloc_bitmap_list_snprintf(text, sizeof text, set.get()) < 0) text[0] = '\0';
+    throw std::system_error(err, std::generic_category(),
+                            "bind worker " + std::to_string(worker) + what + text);
   }
   return true;
 }

@@ -86,7 +86,7 @@ void worker::main(startup& st) {
 void worker::set_up() {
   const std::string name = "urt-w" + std::to_string(id_);
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
-  shared_.topo->bind_current_thread(id_);
+  shared_.topo->bind_current_thread(id_, shared_.options->binding);
   // A parked worker's futex deadline (parker.hpp) is an hrtimer that the
   // kernel lets fire up to the thread's timer slack late: 50 us by default
   // for SCHED_OTHER threads (0 under SCHED_FIFO). A timed release must not

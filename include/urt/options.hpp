@@ -148,6 +148,10 @@ struct runtime_options {
   topology_source topology = topology_source::system();
   /// cpulist of PU OS indexes that get a worker each ("0-3,8"); empty = all allowed.
   std::string cpus{};
+  /// Which CPUs each worker thread may run on (see worker_binding): its own
+  /// PU by default; llc when the CPUs are shared with other busy processes
+  /// (bench/README.md, "worker binding").
+  worker_binding binding = worker_binding::pu;
   /// How long an idle worker spins looking for work before it parks on its
   /// doorbell. Spinning keeps a wake-up free of syscalls for bursty loads;
   /// parking frees the CPU. 0 parks at once; at most max_wait. 50 us: the

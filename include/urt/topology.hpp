@@ -39,6 +39,21 @@ struct worker_place {
   unsigned numa = 0;    ///< dense index of its NUMA node among the chosen workers
 };
 
+/// Which CPUs a worker thread may run on (runtime_options::binding).
+enum class worker_binding : unsigned char {
+  /// Its own PU only: the OS never moves it, its caches stay warm, and a
+  /// spawn from an outside thread can tell which worker shares its CPU. For
+  /// CPUs the application has to itself (isolcpus, a cpuset, a taskset that
+  /// keeps other processes off). The default.
+  pu,
+  /// The PUs of every worker in its last-level cache: the OS may move it
+  /// among them, away from a CPU another process (a client, a build) keeps
+  /// busy, and caches stay shared. For CPUs shared with other processes.
+  llc,
+  /// The PUs of every worker of the runtime.
+  workers,
+};
+
 /// Options of a topology: the source and which PUs become workers.
 struct topology_options {
   topology_source source = topology_source::system();
@@ -81,10 +96,13 @@ class topology {
   /// The source it was loaded from.
   [[nodiscard]] const topology_source& source() const noexcept;
 
-  /// Binds the calling thread to the worker's PU. Does nothing (and returns
-  /// false) when the topology is not this system; throws std::system_error
-  /// when the kernel refuses the binding.
-  bool bind_current_thread(unsigned worker) const;
+  /// Binds the calling thread to the worker's PU, or with
+  /// worker_binding::llc to the PUs of every worker in its last-level cache,
+  /// or with worker_binding::workers to the PUs of every worker. Does
+  /// nothing (and returns false) when the topology is not this system;
+  /// throws std::invalid_argument for a binding that is not a
+  /// worker_binding, std::system_error when the kernel refuses the binding.
+  bool bind_current_thread(unsigned worker, worker_binding binding = worker_binding::pu) const;
 
   /// Writes the whole topology as hwloc XML to `path`; throws on failure.
   void save_xml(const std::string& path) const;

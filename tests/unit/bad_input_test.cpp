@@ -371,6 +371,10 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
           build_with([](auto& o) { o.timer_spin = ns::max(); }),
           "runtime_options.timer_spin: " + max_text + " is above 1000000000ns (1 s)"),
       reject<std::invalid_argument>(
+          "runtime_options.binding 9",
+          build_with([](auto& o) { o.binding = static_cast<urt::worker_binding>(9); }),
+          "runtime_options.binding: value 9 is not a worker_binding"),
+      reject<std::invalid_argument>(
           "runtime_options.idle_spin_policy 9",
           build_with([](auto& o) { o.idle_spin_policy = static_cast<urt::spin_policy>(9); }),
           "runtime_options.idle_spin_policy: value 9 is not a spin_policy"),
@@ -547,6 +551,10 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
           "topology::bind_current_thread of a worker it lacks",
           [&] { (void)four.bind_current_thread(4); },
           "topology: no worker 4 (have 4)"),
+      reject<std::invalid_argument>(
+          "topology::bind_current_thread with a binding that is not one",
+          [&] { (void)four.bind_current_thread(0, static_cast<urt::worker_binding>(7)); },
+          "topology::bind_current_thread: binding: value 7 is not a worker_binding"),
       reject<std::runtime_error>(
           "topology::save_xml into a missing directory",
           [&] { four.save_xml("/nonexistent/dir/urt.xml"); },

@@ -312,6 +312,47 @@ TEST_CASE("topology: a moved topology keeps its workers") {
   CHECK(c.source().text == "pack:2 l2:4 core:2 pu:2");
 }
 
+TEST_CASE("topology: the wider bindings stay inside the chosen workers' PUs") {
+  // One worker on the first allowed PU: whatever the machine, binding to its
+  // LLC or to every worker gives that PU only, never another allowed one.
+  const urt::topology all;
+  const unsigned first = all.workers()[0].pu;
+  const urt::topology one(urt::topology_options{.cpus = std::to_string(first)});
+  REQUIRE(one.worker_count() == 1);
+  for (const urt::worker_binding b :
+       {urt::worker_binding::pu, urt::worker_binding::llc, urt::worker_binding::workers}) {
+    CAPTURE(static_cast<int>(b));
+    bool bound = false;
+    int count = -1;
+    bool has_first = false;
+    std::thread([&] {
+      bound = one.bind_current_thread(0, b);
+      cpu_set_t mine;
+      CPU_ZERO(&mine);
+      if (::sched_getaffinity(0, sizeof mine, &mine) == 0) {
+        count = CPU_COUNT(&mine);
+        has_first = CPU_ISSET(first, &mine);
+      }
+    }).join();
+    CHECK(bound);
+    CHECK(count == 1);
+    CHECK(has_first);
+  }
+  // Bound to every worker of the whole machine: its allowed set.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(::sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  int count = -1;
+  std::thread([&] {
+    (void)all.bind_current_thread(all.worker_count() - 1, urt::worker_binding::workers);
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    if (::sched_getaffinity(0, sizeof mine, &mine) == 0) count = CPU_COUNT(&mine);
+  }).join();
+  CHECK(count == static_cast<int>(all.worker_count()));
+  CHECK(count == CPU_COUNT(&allowed));
+}
+
 TEST_CASE("topology: the system topology binds worker threads") {
   const urt::topology topo;
   CHECK(topo.source().kind == urt::topology_kind::system);
