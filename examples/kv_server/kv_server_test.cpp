@@ -435,6 +435,9 @@ TEST_CASE("options: defaults, values, and errors naming the option and the value
   CHECK(o.metrics_port == 9100u);
   CHECK(o.idle_spin == std::chrono::microseconds{0});
   CHECK(d.idle_spin == std::chrono::microseconds{500});
+  CHECK(d.binding == urt::worker_binding::llc);
+  CHECK(kv::parse_options({"--bind", "pu"}).binding == urt::worker_binding::pu);
+  CHECK(kv::parse_options({"--bind=workers"}).binding == urt::worker_binding::workers);
   struct row {
     std::vector<std::string> args;
     std::string message;
@@ -453,6 +456,8 @@ TEST_CASE("options: defaults, values, and errors naming the option and the value
       {{"--idle-timeout", "99999999999999999999"},
        "--idle-timeout: \"99999999999999999999\" is not an integer in 0..86400"},
       {{"--idle-spin-us", "10001"}, "--idle-spin-us: \"10001\" is not an integer in 0..10000"},
+      {{"--bind", "core"}, "--bind: \"core\" is not pu, llc or workers"},
+      {{"--bind"}, "--bind needs a value"},
       {{"--bogus"}, "unknown option \"--bogus\" (see --help)"},
       {{"6380"}, "unexpected argument \"6380\""},
   };

@@ -514,6 +514,7 @@ int run_urt(server& s) {
   urt::runtime_options ro;
   if (s.opt.threads != 0) ro.cpus = first_cpus(s.opt.threads);
   ro.idle_spin = s.opt.idle_spin;
+  ro.binding = s.opt.binding;
   urt::runtime rt(ro);
   s.rt = &rt;
   s.threads = static_cast<unsigned>(rt.worker_count());

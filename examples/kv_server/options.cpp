@@ -38,6 +38,8 @@ const char* usage_text() noexcept {
          "  --metrics-port N       also serve Prometheus metrics at http://127.0.0.1:N/metrics\n"
          "  --idle-spin-us N       urt mode: an idle worker spins at most N us before it parks,\n"
          "                         0..10000, adapted below it (default 500)\n"
+         "  --bind pu|llc|workers  urt mode: each worker runs on its own CPU (pu), on the CPUs of\n"
+         "                         its last-level cache (llc) or of all workers (default llc)\n"
          "  --help                 this text\n"
          "Prints \"listening on 127.0.0.1:<port>\" once it accepts; SIGINT or SIGTERM stop it.\n";
 }
@@ -63,7 +65,8 @@ options parse_options(const std::vector<std::string>& args) {
     }
     static constexpr std::string_view known[] = {
         "--port", "--mode", "--threads", "--control-priority", "--bulk-priority", "--slice-us",
-        "--max-clients", "--max-request", "--idle-timeout", "--metrics-port", "--idle-spin-us"};
+        "--max-clients", "--max-request", "--idle-timeout", "--metrics-port", "--idle-spin-us",
+        "--bind"};
     bool is_known = false;
     for (std::string_view k : known) is_known = is_known || k == name;
     if (!is_known) throw usage_error("unknown option \"" + std::string(name) + "\" (see --help)");
@@ -101,6 +104,16 @@ options parse_options(const std::vector<std::string>& args) {
       o.metrics_port = static_cast<unsigned>(number(name, value, 0, 65535));
     } else if (name == "--idle-spin-us") {
       o.idle_spin = std::chrono::microseconds{number(name, value, 0, 10000)};
+    } else if (name == "--bind") {
+      if (value == "pu") {
+        o.binding = urt::worker_binding::pu;
+      } else if (value == "llc") {
+        o.binding = urt::worker_binding::llc;
+      } else if (value == "workers") {
+        o.binding = urt::worker_binding::workers;
+      } else {
+        throw usage_error("--bind: \"" + std::string(value) + "\" is not pu, llc or workers");
+      }
     }
   }
   if (o.bulk_priority >= o.control_priority) {

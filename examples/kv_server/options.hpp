@@ -3,7 +3,7 @@
 //   urt-kv [--port N] [--mode urt|asio] [--threads N]
 //          [--control-priority P] [--bulk-priority P] [--slice-us N]
 //          [--max-clients N] [--max-request BYTES] [--idle-timeout SECONDS]
-//          [--metrics-port N] [--idle-spin-us N]
+//          [--metrics-port N] [--idle-spin-us N] [--bind pu|llc|workers]
 //
 // Every option also takes --name=value. A bad value is an error naming
 // the option and the value (parse_options throws usage_error; exit 2).
@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "urt/topology.hpp"
 
 namespace kv {
 
@@ -36,9 +38,18 @@ struct options {
   /// the runtime's default: a worker parked in its reactor cannot be
   /// rescued, and one that the OS wakes while a client holds its CPU waits
   /// for the client's time slice; a spinning one is rescued after 110 us
-  /// (bench/README.md, "the reactor rescue"). The window shrinks to 0 when
-  /// requests come further apart than this, so an idle server does not spin.
+  /// (bench/README.md, "the reactor rescue"). On a CPU of its own it also
+  /// served more requests/s than 50 us (bench/README.md, "worker
+  /// binding"). The window shrinks to 0 when requests come further apart
+  /// than this, so an idle server does not spin.
   std::chrono::microseconds idle_spin{500};
+  /// urt mode: runtime_options::binding. llc, not the runtime's pu: a
+  /// server shares its CPUs with its clients and the kernel's network
+  /// stack, and a worker bound to one CPU that a client keeps busy holds
+  /// its connections' work until it gets a turn, while one bound to its
+  /// LLC is moved by the OS to a free CPU (bench/README.md, "worker
+  /// binding").
+  urt::worker_binding binding = urt::worker_binding::llc;
   bool help = false;
 };
 
