@@ -51,9 +51,10 @@ void balancer::push_tasks(std::uint64_t top_changes) noexcept {
     const bool rang = ring(p.target);
     // The target runs a task below the pushed one, or must first be woken:
     // whichever worker steps below it first runs it, as for a spawn into
-    // an inbox (resched.hpp). After the move and the ring: a claimer's
+    // an inbox (resched.hpp). Only migratable tasks are pushed, so some
+    // other worker may run it. After the move and the ring: a claimer's
     // acquire CAS then sees the task in the target's run queue.
-    if (p.movable && resched_requests::wanted(p.priority, p.target_running, rang)) {
+    if (resched_requests::wanted(p.priority, p.target_running, rang)) {
       parts_.resched.request(p.target, p.priority);
     }
   }

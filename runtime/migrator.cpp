@@ -82,7 +82,7 @@ migrator::pushed migrator::push_one(unsigned self, unsigned rotation) noexcept {
     pushed done;
     if (ok) {
       // Read before the unlock: once there, the task may run and be freed.
-      done = {target, task->priority, task->any_worker || task->affinity.count() > 1, dst.running};
+      done = {target, task->priority, dst.running};
       move(task, self, target);
     }
     dst.lock.unlock();

@@ -50,7 +50,6 @@ class migrator {
   struct pushed {
     unsigned target = none;
     int priority = 0;        // the task's
-    bool movable = false;    // another worker than the target may run it
     int target_running = 0;  // the level of the target's running task (cpupri; negative: idle)
   };
   /// push_rt_task: moves `self`'s most urgent pushable task to the worker

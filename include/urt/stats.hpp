@@ -11,7 +11,7 @@ namespace urt {
 /// stale, but every one is a value it really had.
 struct worker_stats {
   unsigned worker = 0;
-  unsigned pu = 0;                   ///< OS index of its PU
+  unsigned pu = 0;                   ///< OS index of its PU (its home PU under binding llc/workers)
   std::uint64_t accepted = 0;        ///< tasks placed on this worker
   std::uint64_t completed = 0;       ///< tasks run to the end (or to a throw)
   std::uint64_t cancelled = 0;       ///< tasks dropped unrun by stop(cancel)

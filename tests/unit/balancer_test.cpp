@@ -241,27 +241,19 @@ TEST_CASE("balancer: a push raises a reschedule request when its target will be 
     const char* what;
     int target_level;  // worker 1's running level
     bool parked;       // the ring wrote its doorbell
-    bool pinned;       // the task may run on worker 1 only
     int request;       // worker 1's request byte afterwards
   };
   const int idle = cpupri::level_idle;
-  for (const case_t c : {case_t{"busy below the task", 10, false, false, 40},
-                         case_t{"parked", idle, true, false, 40},
-                         case_t{"idle and awake", idle, false, false, 0},
-                         case_t{"busy below, the task pinned to it", 10, false, true, 0},
-                         case_t{"parked, the task pinned to it", idle, true, true, 0}}) {
+  for (const case_t c : {case_t{"busy below the task", 10, false, 40},
+                         case_t{"parked", idle, true, 40},
+                         case_t{"idle and awake", idle, false, 0}}) {
     CAPTURE(c.what);
     machine mc("core:3 pu:1", migration_mode::push_ipi);
     mc.bells.written = c.parked;
     mc.run(0, 50);
     mc.run(1, c.target_level);
     mc.run(2, 60);
-    task_node* t = mc.make(40);
-    if (c.pinned) {
-      t->any_worker = false;
-      t->affinity = urt::worker_set{1};
-    }
-    mc.q(0).enqueue(t, 0);
+    mc.q(0).enqueue(mc.make(40), 0);
     mc.m.publish(0);
     const auto due = mc.push_due(0);
     REQUIRE(due.has_value());
