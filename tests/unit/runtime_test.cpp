@@ -676,37 +676,6 @@ TEST_CASE("runtime: SCHED_FIFO workers either run FIFO or fail with a clear erro
   }
 }
 
-TEST_CASE("runtime: binding llc or workers lets each worker run on the PUs of its LLC or of all") {
-  for (const urt::worker_binding b : {urt::worker_binding::llc, urt::worker_binding::workers}) {
-    CAPTURE(static_cast<int>(b));
-    urt::runtime_options o;
-    o.idle_spin = std::chrono::nanoseconds{0};
-    o.binding = b;
-    urt::runtime rt(o);
-    const auto places = rt.topology().workers();
-    std::vector<std::atomic<int>> right(rt.worker_count());
-    for (unsigned w = 0; w < rt.worker_count(); ++w) {
-      rt.spawn(urt::task_spec{.affinity = urt::worker_set{w}}, [&, w] {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        pthread_getaffinity_np(pthread_self(), sizeof set, &set);
-        // Exactly the PUs of the workers it shares an LLC with (llc), or of
-        // every worker (workers).
-        bool ok = true;
-        int expected = 0;
-        for (const urt::worker_place& p : places) {
-          const bool in = b == urt::worker_binding::workers || p.llc == places[w].llc;
-          expected += in ? 1 : 0;
-          if (in && !CPU_ISSET(p.pu, &set)) ok = false;
-        }
-        right[w].store(ok && CPU_COUNT(&set) == expected ? 1 : 0);
-      });
-    }
-    rt.stop();
-    for (auto& r : right) CHECK(r.load() == 1);
-  }
-}
-
 TEST_CASE("runtime: an outside spawn into an idle pool wakes the worker on the caller's CPU") {
   urt::runtime_options o;
   o.idle_spin = std::chrono::nanoseconds{0};
@@ -734,22 +703,37 @@ TEST_CASE("runtime: an outside spawn into an idle pool wakes the worker on the c
   rt.stop();
 }
 
-TEST_CASE("runtime: the system topology gives one pinned worker per allowed PU") {
-  urt::runtime_options o;
-  o.idle_spin = std::chrono::nanoseconds{0};
-  urt::runtime rt(o);
-  REQUIRE(rt.worker_count() >= 1);
-  REQUIRE(rt.topology().is_this_system());
-  std::vector<std::atomic<int>> on_pu(rt.worker_count());
-  for (unsigned w = 0; w < rt.worker_count(); ++w) {
-    rt.spawn(urt::task_spec{.affinity = urt::worker_set{w}}, [&, w] {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      pthread_getaffinity_np(pthread_self(), sizeof set, &set);
-      const unsigned pu = rt.topology().workers()[w].pu;
-      on_pu[w].store(CPU_COUNT(&set) == 1 && CPU_ISSET(pu, &set) ? 1 : 0);
-    });
+TEST_CASE("runtime: each binding gives a worker exactly its PU, its LLC's PUs or every worker's") {
+  for (const urt::worker_binding b :
+       {urt::worker_binding::pu, urt::worker_binding::llc, urt::worker_binding::workers}) {
+    CAPTURE(static_cast<int>(b));
+    urt::runtime_options o;
+    o.idle_spin = std::chrono::nanoseconds{0};
+    o.binding = b;
+    urt::runtime rt(o);
+    REQUIRE(rt.worker_count() >= 1);
+    REQUIRE(rt.topology().is_this_system());
+    const auto places = rt.topology().workers();
+    std::vector<std::atomic<int>> right(rt.worker_count());
+    for (unsigned w = 0; w < rt.worker_count(); ++w) {
+      rt.spawn(urt::task_spec{.affinity = urt::worker_set{w}}, [&, w] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        pthread_getaffinity_np(pthread_self(), sizeof set, &set);
+        // Exactly the worker's own PU (pu), the PUs of the workers it
+        // shares an LLC with (llc), or those of every worker (workers).
+        bool ok = true;
+        int expected = 0;
+        for (const urt::worker_place& p : places) {
+          const bool in = b == urt::worker_binding::workers ||
+                          (b == urt::worker_binding::llc ? p.llc == places[w].llc : p.worker == w);
+          expected += in ? 1 : 0;
+          if (in && !CPU_ISSET(p.pu, &set)) ok = false;
+        }
+        right[w].store(ok && CPU_COUNT(&set) == expected ? 1 : 0);
+      });
+    }
+    rt.stop();
+    for (auto& r : right) CHECK(r.load() == 1);
   }
-  rt.stop();
-  for (auto& p : on_pu) CHECK(p.load() == 1);
 }
