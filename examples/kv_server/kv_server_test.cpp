@@ -386,10 +386,13 @@ TEST_CASE("metrics: histogram buckets, quantiles and both text formats") {
   v.workers.resize(2);
   v.workers[1].worker = 1;
   v.workers[1].completed = 7;
+  v.workers[1].fifo_ns = 2'500'000'000;
+  v.workers[1].idle_ns = 1'999;
   const std::string info = kv::info_text(v, "");
   CHECK(info.find("# Latency\r\n") != std::string::npos);
   CHECK(info.find("control_latency_us:p50=") != std::string::npos);
   CHECK(info.find("worker_1:pu=0,accepted=0,completed=7") != std::string::npos);
+  CHECK(info.find(",fifo_us=2500000,normal_us=0,idle_us=1\r\n") != std::string::npos);
   CHECK(kv::info_text(v, "CLIENTS") == "# Clients\r\nconnected_clients:0\r\nmaxclients:0\r\n");
   CHECK(kv::info_text(v, "nosuch").empty());
 
@@ -417,6 +420,12 @@ TEST_CASE("metrics: histogram buckets, quantiles and both text formats") {
         std::string::npos);
   CHECK(prom.find("urt_kv_command_duration_seconds_count{class=\"control\"} 1000\n") != std::string::npos);
   CHECK(prom.find("urt_worker_tasks_completed_total{worker=\"1\"} 7\n") != std::string::npos);
+  CHECK(prom.find("urt_worker_time_seconds_total{worker=\"1\",state=\"fifo\"} 2.500000000\n") !=
+        std::string::npos);
+  CHECK(prom.find("urt_worker_time_seconds_total{worker=\"1\",state=\"idle\"} 0.000001999\n") !=
+        std::string::npos);
+  CHECK(prom.find("urt_worker_time_seconds_total{worker=\"0\",state=\"normal\"} 0.000000000\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("options: defaults, values, and errors naming the option and the value") {

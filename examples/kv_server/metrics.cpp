@@ -158,13 +158,17 @@ std::string info_text(const metrics_view& v, std::string_view section) {
     for (const urt::worker_stats& w : v.workers) {
       line(out,
            "worker_%u:pu=%u,accepted=%llu,completed=%llu,exceptions=%llu,parks=%llu,"
-           "doorbells=%llu,pushes=%llu,pulls=%llu,io_polls=%llu,io_handlers=%llu,io_rescued=%llu\r\n",
+           "doorbells=%llu,pushes=%llu,pulls=%llu,io_polls=%llu,io_handlers=%llu,io_rescued=%llu,"
+           "fifo_us=%llu,normal_us=%llu,idle_us=%llu\r\n",
            w.worker, w.pu, static_cast<unsigned long long>(w.accepted),
            static_cast<unsigned long long>(w.completed), static_cast<unsigned long long>(w.exceptions),
            static_cast<unsigned long long>(w.parks), static_cast<unsigned long long>(w.doorbells),
            static_cast<unsigned long long>(w.pushes), static_cast<unsigned long long>(w.pulls),
            static_cast<unsigned long long>(w.io_polls), static_cast<unsigned long long>(w.io_handlers),
-           static_cast<unsigned long long>(w.io_rescued));
+           static_cast<unsigned long long>(w.io_rescued),
+           static_cast<unsigned long long>(w.fifo_ns / 1000),
+           static_cast<unsigned long long>(w.normal_ns / 1000),
+           static_cast<unsigned long long>(w.idle_ns / 1000));
     }
   }
   return out;
@@ -255,6 +259,24 @@ std::string prometheus_text(const metrics_view& v) {
       for (const urt::worker_stats& w : v.workers) {
         line(out, "%s{worker=\"%u\"} %llu\n", f.name, w.worker,
              static_cast<unsigned long long>(w.*f.member));
+      }
+    }
+    // Where each worker's time went, by what it ran (worker_stats' *_ns).
+    struct state {
+      const char* name;
+      std::uint64_t urt::worker_stats::*ns;
+    };
+    static constexpr state times[] = {
+        {"fifo", &urt::worker_stats::fifo_ns},
+        {"normal", &urt::worker_stats::normal_ns},
+        {"idle", &urt::worker_stats::idle_ns},
+    };
+    metric("urt_worker_time_seconds_total", "counter",
+           "Seconds the worker spent running FIFO tasks, normal tasks, or nothing (idle).");
+    for (const urt::worker_stats& w : v.workers) {
+      for (const state& t : times) {
+        line(out, "urt_worker_time_seconds_total{worker=\"%u\",state=\"%s\"} %.9f\n", w.worker,
+             t.name, seconds(w.*t.ns));
       }
     }
   }
