@@ -1,5 +1,7 @@
 #include "commands.hpp"
 
+#include <algorithm>
+
 #include "protocol.hpp"
 
 namespace kv {
@@ -126,8 +128,22 @@ bool run_control(args_t args, std::string& out, command_context& ctx) {
 }
 
 void spin_for(std::chrono::nanoseconds d) noexcept {
-  const auto end = std::chrono::steady_clock::now() + d;
-  while (std::chrono::steady_clock::now() < end) {
+  // Time the thread ran, not wall time: a thread the OS preempts meanwhile
+  // (a client on the same CPU) has not done the work. Counted in wall
+  // time, one long spin absorbed every preemption while a bulk command
+  // sliced at scheduling points lost the ones between its slices, so WORK
+  // cost the two modes different amounts of CPU. The thread's CPU clock is
+  // a system call (0.5 us on a VM); the wall clock is not, and two reads of
+  // it more than `descheduled` apart mean the thread was off its CPU in
+  // between: such a gap counts as `descheduled` only (not 0, so that a
+  // clock slower than that to read still ends the spin).
+  using clock = std::chrono::steady_clock;
+  constexpr std::chrono::nanoseconds descheduled = std::chrono::microseconds(5);
+  std::chrono::nanoseconds ran{0};
+  for (auto last = clock::now(); ran < d;) {
+    const auto now = clock::now();
+    ran += std::min<std::chrono::nanoseconds>(now - last, descheduled);
+    last = now;
   }
 }
 

@@ -52,7 +52,10 @@ struct command_context {
 /// when the connection must close once the reply is written (QUIT).
 bool run_control(std::span<const std::string_view> args, std::string& out, command_context& ctx);
 
-/// Busy-works for `d` (WORK's unit of load: CPU time on this thread).
+/// Busy-works until this thread has run for `d` (WORK's unit of load): wall
+/// time, except that a gap of more than 5 us between two reads of the
+/// clock (the thread was preempted) counts as 5 us. The thread's own CPU
+/// clock would cost a system call per read.
 void spin_for(std::chrono::nanoseconds d) noexcept;
 
 }  // namespace kv
