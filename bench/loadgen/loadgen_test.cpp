@@ -7,6 +7,8 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -220,6 +222,23 @@ TEST_CASE("options: every bad value names the flag and the value") {
     CAPTURE(got);
     CHECK(got.find(want) != std::string::npos);
   }
+}
+
+TEST_CASE("ns_of: rounds, and saturates where a rate near 0 would overflow") {
+  using std::chrono::nanoseconds;
+  CHECK(loadgen::ns_of(1.5) == nanoseconds(1'500'000'000));
+  CHECK(loadgen::ns_of(1e-9) == nanoseconds(1));
+  CHECK(loadgen::ns_of(0.4e-9) == nanoseconds(0));
+  CHECK(loadgen::ns_of(0) == nanoseconds(0));
+  CHECK(loadgen::ns_of(-3) == nanoseconds(0));
+  CHECK(loadgen::ns_of(std::nan("")) == nanoseconds(0));
+  const nanoseconds day = std::chrono::hours(24);
+  CHECK(loadgen::ns_of(86'399.5) < day);
+  // The smallest rates the flags accept: 1 / --control-rate and
+  // connections / (--capacity x the smallest --points).
+  CHECK(loadgen::ns_of(1.0 / 1e-300) == day);
+  CHECK(loadgen::ns_of(1024 / (1e-300 * 1e-300)) == day);  // +inf
+  CHECK(loadgen::ns_of(1e30) == day);
 }
 
 TEST_CASE("options: the baseline runs first") {

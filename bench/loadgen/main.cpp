@@ -130,8 +130,6 @@ std::string seconds(double s) {
   return buf;
 }
 
-nanoseconds ns_of(double s) { return nanoseconds(static_cast<std::int64_t>(s * 1e9 + 0.5)); }
-
 // --- requests -----------------------------------------------------------------
 
 enum class kind : std::uint8_t { ping, get, set, bulk };

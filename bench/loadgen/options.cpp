@@ -279,6 +279,13 @@ std::vector<target> resolve_targets(options& o) {
   return all;
 }
 
+std::chrono::nanoseconds ns_of(double s) noexcept {
+  constexpr double day_s = 86400;
+  if (!(s > 0)) return std::chrono::nanoseconds(0);
+  if (s >= day_s) return std::chrono::nanoseconds(static_cast<std::int64_t>(day_s * 1e9));
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(s * 1e9 + 0.5));
+}
+
 unsigned server_threads(const options& o) {
   for (std::size_t i = 0; i < o.server_args.size(); ++i) {
     std::string_view v;

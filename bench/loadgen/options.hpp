@@ -4,6 +4,7 @@
 // program exits 2).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -70,6 +71,13 @@ struct options {
 /// urt-kv's thread count as --server-args sets it (--threads N or
 /// --threads=N), else 0.
 [[nodiscard]] unsigned server_threads(const options& o);
+
+/// `s` seconds (a flag's value, or derived from flags: 1 / --control-rate,
+/// connections / offered rate) as nanoseconds, rounded, saturating at a
+/// day: a run's phases last at most 2 hours (--warmup + --duration), so a
+/// longer interval means "not within the run", and a rate near 0 (an
+/// infinite interval) cannot overflow. 0 for NaN and s <= 0.
+[[nodiscard]] std::chrono::nanoseconds ns_of(double s) noexcept;
 
 /// A cpulist such as "0-3,6"; throws usage_error naming `flag`.
 [[nodiscard]] std::vector<int> parse_cpulist(const std::string& flag, const std::string& text);
