@@ -8,7 +8,7 @@
 # per target; fuzz/README.md has the longer runs.
 #
 # Usage: bash cmake/fuzz.sh [SECONDS_PER_TARGET [TARGET...]]
-#   targets: cpulist topology cyclictest_cli resp (default: all)
+#   targets: cpulist topology cyclictest_cli resp kv_cli loadgen_cli (default: all)
 #   SECONDS_PER_TARGET 0: no time limit; URT_FUZZ_RUNS=N ends each target
 #   after N inputs (URT_FUZZ_RUNS=1000000 bash cmake/fuzz.sh 0: the longer run)
 set -euo pipefail
@@ -17,7 +17,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds="${1:-20}"
 [[ $# -gt 0 ]] && shift
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(cpulist topology cyclictest_cli resp)
+[[ ${#targets[@]} -gt 0 ]] || targets=(cpulist topology cyclictest_cli resp kv_cli loadgen_cli)
 
 printf '\n==================== urt: fuzz build ====================\n'
 start=$SECONDS
