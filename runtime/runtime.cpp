@@ -262,7 +262,7 @@ runtime::~runtime() {
 runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec, const char* api) {
   impl_->check_spec(spec, "task_spec");
   return place_spawn(spec.priority, spec.affinity ? &*spec.affinity : nullptr, spec.group.id(), api,
-                     false);
+                     false, relation::fork);
 }
 
 void runtime::impl::check_spec(const task_spec& spec, const char* what) const {
@@ -287,12 +287,22 @@ void runtime::impl::check_spec(const task_spec& spec, const char* what) const {
 }
 
 runtime::spawn_ticket runtime::place_spawn(priority_t p, const worker_set* affinity,
-                                           unsigned group, const char* api, bool completion) {
+                                           unsigned group, const char* api, bool completion,
+                                           relation rel) {
   const auto n = static_cast<unsigned>(impl_->workers.size());
   // Count the acceptance before writing the node: its seq_cst RMW is a full
   // barrier, cheapest while no stores to the node are pending behind it.
   worker* self = worker::current_in(impl_.get());
-  const unsigned target = impl_->place->place(p, affinity, self);
+  // A continuation from a task stays on its worker, which runs it once the
+  // caller returns unless something more urgent is queued there (and push
+  // migration moves it on if the worker stays busy). Placement could pick
+  // an idle worker and ring it, to take a task the caller's worker is
+  // about to be free for: a hop and a wake-up, as Asio's own schedulers
+  // avoid by keeping continuations on the calling thread.
+  const bool stay = rel == relation::continuation && self != nullptr &&
+                    detail::current.task != nullptr &&
+                    (affinity == nullptr || affinity->contains(self->id()));
+  const unsigned target = stay ? self->id() : impl_->place->place(p, affinity, self);
   const bool local = self != nullptr && target == self->id();
   worker& w = *impl_->workers[target];
   if (local && !completion) {
@@ -332,13 +342,13 @@ runtime::spawn_ticket runtime::place_spawn(priority_t p, const worker_set* affin
   node->group = static_cast<std::uint8_t>(group);
   node->timed = false;
   if (affinity != nullptr) node->affinity = *affinity;
-  return spawn_ticket(impl_.get(), node, target, local, counted_local);
+  return spawn_ticket(impl_.get(), node, target, local, counted_local, stay);
 }
 
 runtime::spawn_ticket runtime::begin_executor_spawn(priority_t p, const worker_set* affinity,
-                                                    unsigned group) {
+                                                    unsigned group, relation rel) {
   const bool completion = detail::current.owner == impl_.get() && detail::current.task == nullptr;
-  return place_spawn(p, affinity, group, "urt::executor::execute", completion);
+  return place_spawn(p, affinity, group, "urt::executor::execute", completion, rel);
 }
 
 urt::executor runtime::executor(const task_spec& spec) {
@@ -407,7 +417,7 @@ void runtime::executor_work(unsigned w, int delta) const noexcept {
 void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
   worker& w = *impl_->workers[ticket.target_];
   if (ticket.local_) {
-    w.submit_local(ticket.node_);
+    w.submit_local(ticket.node_, ticket.keep_ ? worker::local_spawn::keep : worker::local_spawn::push);
     ticket.node_ = nullptr;
     return;
   }

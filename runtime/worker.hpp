@@ -91,9 +91,14 @@ class worker {
   std::size_t take_in_for_peer() noexcept;
   /// Owner only: one of its tasks rang another worker's doorbell.
   void count_doorbell_sent() noexcept { worker_counters::bump_relaxed(counters_.doorbells_sent); }
+  /// What a local spawn does about the task running on: `push` moves the new
+  /// task (or a more urgent queued one) to a lower worker at once, since the
+  /// running task goes on; `keep` leaves it here for when the running task
+  /// returns, which its caller says is about to happen (a continuation).
+  enum class local_spawn : unsigned char { push, keep };
   /// Owner only: queues a node directly into the run queue (or, when timed,
   /// into the timer queue).
-  void submit_local(task_node* node) noexcept;
+  void submit_local(task_node* node, local_spawn how) noexcept;
   /// Any thread: wakes the worker if it is parking (after a state change
   /// or a task moved in); true when it wrote the doorbell.
   bool ring() noexcept { return parker_.ring(); }

@@ -78,17 +78,20 @@ std::size_t worker::take_in_for_peer() noexcept {
   return moved;
 }
 
-void worker::submit_local(task_node* node) noexcept {
+void worker::submit_local(task_node* node, local_spawn how) noexcept {
   q_.lock.lock();
   // FIFO within a priority across remote and local spawns: remote spawns of
   // this level that returned before this one go first (inbox.hpp).
   inbox_.take_level_all(node->priority, [this](task_node* n) { enqueue(n); });
   enqueue(node);
   shared_.migrate->publish(id_);  // a more urgent child raises this worker at once
-  const std::optional<std::uint64_t> push = balancer_.push_due();
+  const std::optional<std::uint64_t> push =
+      how == local_spawn::push ? balancer_.push_due() : std::nullopt;
   q_.lock.unlock();
   // The running task goes on, so the new one does not run next: push it
-  // (or a more urgent queued one) to a lower worker if there is one.
+  // (or a more urgent queued one) to a lower worker if there is one. A
+  // continuation stays: the running task is about to return, and the step
+  // after it pushes what is still queued then.
   if (push) balancer_.push_tasks(*push);
 }
 

@@ -14,7 +14,12 @@
 // defer never run it inline; dispatch runs it inline only when called from
 // inside a task of the same runtime, on a worker the affinity allows, at
 // the same priority and in the same group (anything else could break the
-// priority order or the affinity), and otherwise spawns it.
+// priority order or the affinity), and otherwise spawns it. post and
+// dispatch place the task as spawn does (maybe on an idle worker, which
+// they wake); defer (relationship.continuation: the caller is about to
+// return) from a task on a worker the affinity allows queues it on that
+// worker, which runs it next unless something more urgent waits there,
+// as Asio's own schedulers keep continuations on the calling thread.
 //
 // Worker-owned I/O: an executor's execution context (asio::query(ex,
 // asio::execution::context)) is the io_context of one worker, its home: the
@@ -207,7 +212,10 @@ class executor {
       fn();
       return;
     }
-    rt_->executor_spawn(priority_, affinity_, group_, std::forward<F>(f));
+    rt_->executor_spawn(priority_, affinity_, group_,
+                        (flags_ & continuation_flag) != 0 ? runtime::relation::continuation
+                                                          : runtime::relation::fork,
+                        std::forward<F>(f));
   }
 
   friend bool operator==(const executor& a, const executor& b) noexcept {

@@ -189,12 +189,18 @@ class runtime {
   [[nodiscard]] unsigned task_cid(group g, const char* what) const;
 
   friend class urt::executor;
+  // How a spawn relates to its caller (Asio's execution::relationship):
+  // fork, placed as any spawn; continuation (asio::defer), which the
+  // caller runs ahead of, about to return: from a task on a worker its
+  // affinity allows, queued on that worker without placement.
+  enum class relation : unsigned char { fork, continuation };
   // For executor (urt/executor.hpp), with a spec validated when the
   // executor was made. Spawns `fn`; from a worker of this runtime outside a
   // task (an I/O completion) once stop() has begun, destroys it unrun.
   template <class F>
-  void executor_spawn(priority_t p, const worker_set* affinity, unsigned group, F&& fn) {
-    spawn_ticket ticket = begin_executor_spawn(p, affinity, group);
+  void executor_spawn(priority_t p, const worker_set* affinity, unsigned group, relation rel,
+                      F&& fn) {
+    spawn_ticket ticket = begin_executor_spawn(p, affinity, group, rel);
     if (ticket.node_ == nullptr) return;
     ticket.payload()->emplace(std::forward<F>(fn));
     commit_spawn(ticket);
@@ -211,8 +217,9 @@ class runtime {
   class spawn_ticket {
    public:
     spawn_ticket(impl* rt, detail::task_node* node, unsigned target, bool local,
-                 bool counted_local = false) noexcept
-        : rt_(rt), node_(node), target_(target), local_(local), counted_local_(counted_local) {}
+                 bool counted_local = false, bool keep = false) noexcept
+        : rt_(rt), node_(node), target_(target), local_(local), counted_local_(counted_local),
+          keep_(keep) {}
     spawn_ticket(const spawn_ticket&) = delete;
     spawn_ticket& operator=(const spawn_ticket&) = delete;
     ~spawn_ticket();
@@ -225,6 +232,7 @@ class runtime {
     unsigned target_;
     bool local_;          // placed on the calling worker: submitted to its run queue
     bool counted_local_;  // counted with count_local_accept() (else as remote)
+    bool keep_;           // a continuation kept on the calling worker: not pushed at once
   };
 
   // `api` names the caller in runtime_stopped's message.
@@ -233,8 +241,9 @@ class runtime {
   // outside a task, back out (a ticket without a node) instead of throwing
   // once stop() has begun.
   spawn_ticket place_spawn(priority_t p, const worker_set* affinity, unsigned group,
-                           const char* api, bool completion);
-  spawn_ticket begin_executor_spawn(priority_t p, const worker_set* affinity, unsigned group);
+                           const char* api, bool completion, relation rel);
+  spawn_ticket begin_executor_spawn(priority_t p, const worker_set* affinity, unsigned group,
+                                    relation rel);
   void commit_spawn(spawn_ticket& ticket) noexcept;
   void commit_timed(spawn_ticket& ticket, clock::time_point release,
                     std::chrono::nanoseconds period, detail::periodic_state* state) noexcept;

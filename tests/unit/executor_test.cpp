@@ -83,6 +83,32 @@ TEST_CASE("executor: post, dispatch, defer and bind_executor run at its priority
   CHECK(e.get_future().get().priority == 5);
 }
 
+TEST_CASE("executor: defer from a task queues on the caller's worker, post goes where placement says") {
+  // No migration: nothing moves a task after it was queued, so where each
+  // ran is where it was put.
+  urt::runtime_options o = urt_test::synthetic_workers(2);
+  o.migration = urt::migration_mode::none;
+  urt::runtime rt(o);
+  const urt::executor at10 = rt.executor({.priority = 10});
+  const urt::executor at10_on1 = rt.executor({.priority = 10, .affinity = urt::worker_set{1}});
+  std::promise<seen> deferred, posted, deferred_elsewhere, deferred_outside;
+  rt.spawn({.priority = 80, .affinity = urt::worker_set{0}}, [&] {
+    asio::defer(at10, [&] { deferred.set_value(here()); });
+    // Worker 1 is idle, below 10: placement puts the task there.
+    asio::post(at10, [&] { posted.set_value(here()); });
+    // The caller's worker is outside the affinity: placed as a post.
+    asio::defer(at10_on1, [&] { deferred_elsewhere.set_value(here()); });
+  });
+  const seen d = deferred.get_future().get();
+  CHECK(d.priority == 10);
+  CHECK(d.worker == 0);
+  CHECK(posted.get_future().get().worker == 1);
+  CHECK(deferred_elsewhere.get_future().get().worker == 1);
+  // From outside any task: placed as a post (no worker to stay on).
+  asio::defer(at10_on1, [&] { deferred_outside.set_value(here()); });
+  CHECK(deferred_outside.get_future().get().worker == 1);
+}
+
 TEST_CASE("executor: dispatch runs inline only from a task of the same priority, worker set and group") {
   urt::runtime rt(urt_test::synthetic_workers(2));
   const urt::executor at40 = rt.executor({.priority = 40});
