@@ -9,6 +9,9 @@
 //   BM_urt_executor_post      urt::executor (urt/executor.hpp) on the same 2
 //                             workers: asio::post(ex, f) of the same callables.
 //   BM_asio_io_context_post   the second peer: one io_context run by 2 threads.
+//   BM_*_defer_chain          urt::executor, asio::thread_pool(2) and the
+//                             io_context: one chain of tasks_per_batch steps,
+//                             each asio::defer's the next (a continuation).
 //   BM_urt_external_spawn_io  BM_urt_external_spawn while each worker has a
 //                             socket read pending (Asio work outstanding, so
 //                             it polls its reactor at scheduling points), at
@@ -37,6 +40,7 @@
 #include <unistd.h>
 
 #include <benchmark/benchmark.h>
+#include <asio/defer.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
@@ -481,6 +485,71 @@ void BM_asio_io_context_post(benchmark::State& state) {
   report(state, allocs, "allocs/post");
 }
 
+// A chain of continuations: each step counts itself and asio::defer's the
+// next on the same executor, the pattern of a state machine or a coroutine
+// that reschedules itself; one chain of tasks_per_batch steps per batch. It
+// measures the hand-off from one step to the next: Asio's schedulers keep a
+// continuation on the calling thread, and so does urt::executor (defer from
+// a task queues on the caller's worker). The other worker stays idle.
+template <class Executor>
+struct defer_chain {
+  Executor ex;
+  std::uint64_t left = 0;  // touched by one step at a time: each defers the next
+  void step() {
+    // The last step touches nothing of the chain after finish(): run()
+    // returns on it, and the chain may be gone.
+    if (--left == 0) {
+      g_batch.finish();
+    } else {
+      asio::defer(ex, [this] { step(); });
+    }
+  }
+  void run() {
+    g_batch.reset();
+    left = tasks_per_batch;
+    asio::post(ex, [this] { step(); });
+    g_batch.wait();
+  }
+};
+
+template <class Executor>
+void run_defer_chain(benchmark::State& state, const Executor& ex) {
+  defer_chain<Executor> chain{ex};
+  for (int i = 0; i < warmup_batches; ++i) chain.run();
+  std::uint64_t allocs = 0;
+  for (auto _ : state) {
+    const std::uint64_t a0 = allocations();
+    chain.run();
+    allocs += allocations() - a0;
+  }
+  report(state, allocs, "allocs/post");
+}
+
+// NOLINTNEXTLINE(readability-identifier-naming): Google Benchmark naming
+void BM_urt_executor_defer_chain(benchmark::State& state) {
+  keep_only(executor_kind::urt_external);
+  urt::runtime& rt = primed_runtime(g_external_rt, "0-1");
+  const std::uint64_t completed_before = settled_completed(rt);
+  run_defer_chain(state, rt.executor(spec));
+  check_completed(state, rt, completed_before,
+                  static_cast<std::uint64_t>(state.iterations() + warmup_batches) *
+                      tasks_per_batch);
+}
+
+// NOLINTNEXTLINE(readability-identifier-naming): Google Benchmark naming
+void BM_asio_thread_pool_defer_chain(benchmark::State& state) {
+  keep_only(executor_kind::asio_pool);
+  if (!g_pool) g_pool = std::make_unique<asio::thread_pool>(2);
+  run_defer_chain(state, g_pool->get_executor());
+}
+
+// NOLINTNEXTLINE(readability-identifier-naming): Google Benchmark naming
+void BM_asio_io_context_defer_chain(benchmark::State& state) {
+  keep_only(executor_kind::asio_io);
+  if (!g_io) g_io = std::make_unique<io_pool>();
+  run_defer_chain(state, g_io->io.get_executor());
+}
+
 void external_spawn_io(benchmark::State& state, std::chrono::nanoseconds interval) {
   keep_only(executor_kind::urt_io);
   if (g_io_rt_interval != interval) {
@@ -534,6 +603,15 @@ void register_benchmarks() {
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("BM_asio_io_context_post", BM_asio_io_context_post)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_urt_executor_defer_chain", BM_urt_executor_defer_chain)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_asio_thread_pool_defer_chain", BM_asio_thread_pool_defer_chain)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_asio_io_context_defer_chain", BM_asio_io_context_defer_chain)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("BM_urt_external_spawn_io_10us",
@@ -718,6 +796,11 @@ int main(int argc, char** argv) {
               ratio_text(ex, peer).c_str(), ratio_text(ex, io).c_str());
   std::printf("allocations per post in steady state: urt::executor=%s io_context=%s\n",
               allocs_text(ex).c_str(), allocs_text(io).c_str());
+  const figures* dc = reporter.find("BM_urt_executor_defer_chain");
+  std::printf("defer chain throughput ratio: urt::executor/asio::thread_pool = %s, "
+              "/io_context x2 = %s\n",
+              ratio_text(dc, reporter.find("BM_asio_thread_pool_defer_chain")).c_str(),
+              ratio_text(dc, reporter.find("BM_asio_io_context_defer_chain")).c_str());
   const figures* io10 = reporter.find("BM_urt_external_spawn_io_10us");
   const figures* io0 = reporter.find("BM_urt_external_spawn_io_0");
   std::printf("external spawn with a socket read pending on each worker, throughput / without: "
