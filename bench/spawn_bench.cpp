@@ -12,6 +12,11 @@
 //   BM_*_defer_chain          urt::executor, asio::thread_pool(2) and the
 //                             io_context: one chain of tasks_per_batch steps,
 //                             each asio::defer's the next (a continuation).
+//   BM_urt_coroutine_yield    a coroutine on urt::executor doing
+//                             co_await urt::yield() tasks_per_batch times,
+//                             against BM_asio_thread_pool_coroutine_post: the
+//                             same on asio::thread_pool(2) with co_await
+//                             asio::post(asio::use_awaitable).
 //   BM_urt_external_spawn_io  BM_urt_external_spawn while each worker has a
 //                             socket read pending (Asio work outstanding, so
 //                             it polls its reactor at scheduling points), at
@@ -40,12 +45,15 @@
 #include <unistd.h>
 
 #include <benchmark/benchmark.h>
+#include <asio/co_spawn.hpp>
 #include <asio/defer.hpp>
+#include <asio/detached.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
 #include <asio/post.hpp>
 #include <asio/thread_pool.hpp>
+#include <asio/use_awaitable.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -550,6 +558,46 @@ void BM_asio_io_context_defer_chain(benchmark::State& state) {
   run_defer_chain(state, g_io->io.get_executor());
 }
 
+#if defined(ASIO_HAS_CO_AWAIT)
+// A coroutine that yields tasks_per_batch times, per batch: urt::yield() on
+// urt::executor against what an Asio user writes to yield on a pool,
+// co_await asio::post(asio::use_awaitable).
+template <class Executor, class Yield>
+void run_yield_loop(benchmark::State& state, const Executor& ex, Yield yield) {
+  const auto batch_of_yields = [&] {
+    g_batch.reset();
+    asio::co_spawn(
+        ex,
+        [yield]() -> asio::awaitable<void, Executor> {
+          for (std::uint64_t i = 0; i < tasks_per_batch; ++i) co_await yield();
+          g_batch.finish();
+        },
+        asio::detached);
+    g_batch.wait();
+  };
+  for (int i = 0; i < warmup_batches; ++i) batch_of_yields();
+  for (auto _ : state) batch_of_yields();
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(tasks_per_batch));
+}
+
+// NOLINTNEXTLINE(readability-identifier-naming): Google Benchmark naming
+void BM_urt_coroutine_yield(benchmark::State& state) {
+  keep_only(executor_kind::urt_external);
+  urt::runtime& rt = primed_runtime(g_external_rt, "0-1");
+  run_yield_loop(state, rt.executor(spec), [] { return urt::yield(); });
+}
+
+// NOLINTNEXTLINE(readability-identifier-naming): Google Benchmark naming
+void BM_asio_thread_pool_coroutine_post(benchmark::State& state) {
+  keep_only(executor_kind::asio_pool);
+  if (!g_pool) g_pool = std::make_unique<asio::thread_pool>(2);
+  using pool_executor = asio::thread_pool::executor_type;
+  run_yield_loop(state, g_pool->get_executor(),
+                 [] { return asio::post(asio::use_awaitable_t<pool_executor>{}); });
+}
+#endif
+
 void external_spawn_io(benchmark::State& state, std::chrono::nanoseconds interval) {
   keep_only(executor_kind::urt_io);
   if (g_io_rt_interval != interval) {
@@ -614,6 +662,15 @@ void register_benchmarks() {
     benchmark::RegisterBenchmark("BM_asio_io_context_defer_chain", BM_asio_io_context_defer_chain)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
+#if defined(ASIO_HAS_CO_AWAIT)
+    benchmark::RegisterBenchmark("BM_urt_coroutine_yield", BM_urt_coroutine_yield)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_asio_thread_pool_coroutine_post",
+                                 BM_asio_thread_pool_coroutine_post)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+#endif
     benchmark::RegisterBenchmark("BM_urt_external_spawn_io_10us",
                                  [](benchmark::State& st) {
                                    external_spawn_io(st, std::chrono::microseconds{10});
@@ -801,6 +858,11 @@ int main(int argc, char** argv) {
               "/io_context x2 = %s\n",
               ratio_text(dc, reporter.find("BM_asio_thread_pool_defer_chain")).c_str(),
               ratio_text(dc, reporter.find("BM_asio_io_context_defer_chain")).c_str());
+  std::printf("coroutine yield loop throughput ratio: urt::yield()/asio::thread_pool "
+              "co_await asio::post = %s\n",
+              ratio_text(reporter.find("BM_urt_coroutine_yield"),
+                         reporter.find("BM_asio_thread_pool_coroutine_post"))
+                  .c_str());
   const figures* io10 = reporter.find("BM_urt_external_spawn_io_10us");
   const figures* io0 = reporter.find("BM_urt_external_spawn_io_0");
   std::printf("external spawn with a socket read pending on each worker, throughput / without: "

@@ -19,6 +19,7 @@
 #include <asio/write.hpp>
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -212,6 +213,27 @@ TEST_CASE("executor: co_await urt::yield() lets a queued more urgent task run fi
   asio::co_spawn(ex, coro, asio::use_future).get();
   rt.stop();
   CHECK(order == std::vector<std::string>{"before", "urgent", "equal", "after"});
+}
+
+TEST_CASE("executor: co_await urt::yield() with nothing queued resumes on the same worker") {
+  // Worker 1 is idle, below the coroutine: a post from the coroutine would
+  // be placed there. A yield is a continuation and stays. No migration:
+  // nothing moves a task after it was queued.
+  urt::runtime_options o = urt_test::synthetic_workers(2);
+  o.migration = urt::migration_mode::none;
+  urt::runtime rt(o);
+  const urt::executor ex = rt.executor({.priority = 20});
+  auto coro = [&]() -> urt::awaitable<std::vector<unsigned>> {
+    std::vector<unsigned> where{urt::this_task::worker_id()};
+    for (int i = 0; i < 50; ++i) {
+      co_await urt::yield();
+      where.push_back(urt::this_task::worker_id());
+    }
+    co_return where;
+  };
+  const std::vector<unsigned> where = asio::co_spawn(ex, coro, asio::use_future).get();
+  REQUIRE(where.size() == 51);
+  CHECK(std::count(where.begin(), where.end(), where.front()) == 51);
 }
 
 TEST_CASE("executor: a socket's completion handler runs on the worker that owns it") {
