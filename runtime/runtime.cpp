@@ -298,9 +298,11 @@ runtime::spawn_ticket runtime::place_spawn(priority_t p, const worker_set* affin
   // migration moves it on if the worker stays busy). Placement could pick
   // an idle worker and ring it, to take a task the caller's worker is
   // about to be free for: a hop and a wake-up, as Asio's own schedulers
-  // avoid by keeping continuations on the calling thread.
+  // avoid by keeping continuations on the calling thread. Not one more
+  // urgent than its caller: strict priority wants it started now, not
+  // when the caller gets round to returning, so it is placed.
   const bool stay = rel == relation::continuation && self != nullptr &&
-                    detail::current.task != nullptr &&
+                    detail::current.task != nullptr && p <= detail::current.task->priority &&
                     (affinity == nullptr || affinity->contains(self->id()));
   const unsigned target = stay ? self->id() : impl_->place->place(p, affinity, self);
   const bool local = self != nullptr && target == self->id();

@@ -17,8 +17,9 @@
 // priority order or the affinity), and otherwise spawns it. post and
 // dispatch place the task as spawn does (maybe on an idle worker, which
 // they wake); defer (relationship.continuation: the caller is about to
-// return) from a task on a worker the affinity allows queues it on that
-// worker, which runs it next unless something more urgent waits there,
+// return) from a task on a worker the affinity allows, at the task's
+// priority or below, queues it on that worker, which runs it next unless
+// something more urgent waits there,
 // as Asio's own schedulers keep continuations on the calling thread.
 //
 // Worker-owned I/O: an executor's execution context (asio::query(ex,

@@ -192,7 +192,8 @@ class runtime {
   // How a spawn relates to its caller (Asio's execution::relationship):
   // fork, placed as any spawn; continuation (asio::defer), which the
   // caller runs ahead of, about to return: from a task on a worker its
-  // affinity allows, queued on that worker without placement.
+  // affinity allows, at the task's priority or below, queued on that
+  // worker without placement.
   enum class relation : unsigned char { fork, continuation };
   // For executor (urt/executor.hpp), with a spec validated when the
   // executor was made. Spawns `fn`; from a worker of this runtime outside a

@@ -92,7 +92,8 @@ TEST_CASE("executor: defer from a task queues on the caller's worker, post goes 
   urt::runtime rt(o);
   const urt::executor at10 = rt.executor({.priority = 10});
   const urt::executor at10_on1 = rt.executor({.priority = 10, .affinity = urt::worker_set{1}});
-  std::promise<seen> deferred, posted, deferred_elsewhere, deferred_outside;
+  const urt::executor at90 = rt.executor({.priority = 90});
+  std::promise<seen> deferred, posted, deferred_elsewhere, deferred_urgent, deferred_outside;
   rt.spawn({.priority = 80, .affinity = urt::worker_set{0}}, [&] {
     asio::defer(at10, [&] { deferred.set_value(here()); });
     // Worker 1 is idle, below 10: placement puts the task there.
@@ -105,6 +106,12 @@ TEST_CASE("executor: defer from a task queues on the caller's worker, post goes 
   CHECK(d.worker == 0);
   CHECK(posted.get_future().get().worker == 1);
   CHECK(deferred_elsewhere.get_future().get().worker == 1);
+  // More urgent than the caller: placed, to start now on the idle worker.
+  rt.spawn({.priority = 80, .affinity = urt::worker_set{0}},
+           [&] { asio::defer(at90, [&] { deferred_urgent.set_value(here()); }); });
+  const seen u = deferred_urgent.get_future().get();
+  CHECK(u.priority == 90);
+  CHECK(u.worker == 1);
   // From outside any task: placed as a post (no worker to stay on).
   asio::defer(at10_on1, [&] { deferred_outside.set_value(here()); });
   CHECK(deferred_outside.get_future().get().worker == 1);
