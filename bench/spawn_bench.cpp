@@ -493,7 +493,7 @@ void BM_asio_io_context_post(benchmark::State& state) {
   report(state, allocs, "allocs/post");
 }
 
-// A chain of continuations: each step counts itself and asio::defer's the
+// A chain of continuations: each step counts down and asio::defer's the
 // next on the same executor, the pattern of a state machine or a coroutine
 // that reschedules itself; one chain of tasks_per_batch steps per batch. It
 // measures the hand-off from one step to the next: Asio's schedulers keep a
