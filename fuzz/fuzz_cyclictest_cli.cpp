@@ -7,38 +7,24 @@
 // that flag_error() turns into one naming the flag.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "command_line.hpp"
 #include "options.hpp"
 
 namespace {
 
 [[noreturn]] void fail(const char* what, const std::vector<std::string>& args) {
-  std::fprintf(stderr, "fuzz_cyclictest_cli: %s for:", what);
-  for (const auto& a : args) std::fprintf(stderr, " '%s'", a.c_str());
-  std::fprintf(stderr, "\n");
-  std::abort();
+  urt_fuzz::fail("fuzz_cyclictest_cli", what, args);
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace ct = urt_cyclictest;
-  std::vector<std::string> args{"urt-cyclictest"};
-  std::string current;
-  for (std::size_t i = 0; i < size; ++i) {
-    if (data[i] == 0) {
-      args.push_back(current);
-      current.clear();
-    } else {
-      current += static_cast<char>(data[i]);
-    }
-  }
-  if (size > 0) args.push_back(current);
+  const std::vector<std::string> args = urt_fuzz::split_args(data, size, {"urt-cyclictest"});
   if (args.size() > 64) return 0;  // a command line, not a corpus of them
 
   const ct::parse_result r = ct::parse_options(args);

@@ -12,21 +12,17 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "command_line.hpp"
 #include "options.hpp"
 
 namespace {
 
 [[noreturn]] void fail(const char* what, const std::vector<std::string>& args) {
-  std::fprintf(stderr, "fuzz_loadgen_cli: %s for:", what);
-  for (const auto& a : args) std::fprintf(stderr, " '%s'", a.c_str());
-  std::fprintf(stderr, "\n");
-  std::abort();
+  urt_fuzz::fail("fuzz_loadgen_cli", what, args);
 }
 
 bool in(double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; }
@@ -34,17 +30,7 @@ bool in(double v, double lo, double hi) { return std::isfinite(v) && v >= lo && 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::vector<std::string> args;
-  std::string current;
-  for (std::size_t i = 0; i < size; ++i) {
-    if (data[i] == 0) {
-      args.push_back(current);
-      current.clear();
-    } else {
-      current += static_cast<char>(data[i]);
-    }
-  }
-  if (size > 0) args.push_back(current);
+  const std::vector<std::string> args = urt_fuzz::split_args(data, size);
   if (args.size() > 64) return 0;  // a command line, not a corpus of them
 
   loadgen::options o;
