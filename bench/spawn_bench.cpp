@@ -640,48 +640,26 @@ void register_benchmarks() {
       ->Unit(benchmark::kMillisecond)
       ->Repetitions(repetitions)
       ->DisplayAggregatesOnly(true);
+  // One interleaved run of each, in this order, `repetitions` times.
+  const auto once = [](const char* name, auto fn) {
+    benchmark::RegisterBenchmark(name, fn)->UseRealTime()->Unit(benchmark::kMillisecond);
+  };
   for (int r = 0; r < repetitions; ++r) {
-    benchmark::RegisterBenchmark("BM_urt_external_spawn", BM_urt_external_spawn)
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark("BM_asio_thread_pool_post", BM_asio_thread_pool_post)
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark("BM_urt_executor_post", BM_urt_executor_post)
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark("BM_asio_io_context_post", BM_asio_io_context_post)
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark("BM_urt_executor_defer_chain", BM_urt_executor_defer_chain)
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark("BM_asio_thread_pool_defer_chain", BM_asio_thread_pool_defer_chain)
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark("BM_asio_io_context_defer_chain", BM_asio_io_context_defer_chain)
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
+    once("BM_urt_external_spawn", BM_urt_external_spawn);
+    once("BM_asio_thread_pool_post", BM_asio_thread_pool_post);
+    once("BM_urt_executor_post", BM_urt_executor_post);
+    once("BM_asio_io_context_post", BM_asio_io_context_post);
+    once("BM_urt_executor_defer_chain", BM_urt_executor_defer_chain);
+    once("BM_asio_thread_pool_defer_chain", BM_asio_thread_pool_defer_chain);
+    once("BM_asio_io_context_defer_chain", BM_asio_io_context_defer_chain);
 #if defined(ASIO_HAS_CO_AWAIT)
-    benchmark::RegisterBenchmark("BM_urt_coroutine_yield", BM_urt_coroutine_yield)
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark("BM_asio_thread_pool_coroutine_post",
-                                 BM_asio_thread_pool_coroutine_post)
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
+    once("BM_urt_coroutine_yield", BM_urt_coroutine_yield);
+    once("BM_asio_thread_pool_coroutine_post", BM_asio_thread_pool_coroutine_post);
 #endif
-    benchmark::RegisterBenchmark("BM_urt_external_spawn_io_10us",
-                                 [](benchmark::State& st) {
-                                   external_spawn_io(st, std::chrono::microseconds{10});
-                                 })
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(
-        "BM_urt_external_spawn_io_0",
-        [](benchmark::State& st) { external_spawn_io(st, std::chrono::nanoseconds{0}); })
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
+    once("BM_urt_external_spawn_io_10us",
+         [](benchmark::State& st) { external_spawn_io(st, std::chrono::microseconds{10}); });
+    once("BM_urt_external_spawn_io_0",
+         [](benchmark::State& st) { external_spawn_io(st, std::chrono::nanoseconds{0}); });
   }
 }
 
