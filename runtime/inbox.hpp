@@ -4,8 +4,8 @@
 // owner's side.
 //
 // Why per level: the owner takes few nodes per scheduling point, most
-// urgent level first: up to `batch` of the levels above everything its run
-// queue holds (what the pick must see), and only `trickle` of the levels at
+// urgent level first: up to `batch` (8) of the levels above everything its
+// run queue holds (what the pick must see), and only `trickle` (4) of the levels at
 // or below it (the run queue has work there already; each node moved costs
 // a cache miss on a line the spawner wrote, some 100 ns). An urgent spawn
 // behind a burst of thousands of less urgent ones then waits for a few
@@ -65,7 +65,13 @@ namespace urt::detail {
 class inbox {
  public:
   /// The most nodes of levels above the run queue's top one take() moves.
-  static constexpr std::size_t batch = 64;
+  /// The pick needs one; the rest save steps while a burst sits above an
+  /// empty run queue. Each costs a miss on a line the spawner wrote, which
+  /// a worker woken by a burst pays cold (some 200 ns each on the 2-core
+  /// VM): with 64, its first step took 10-20 us before the first task, and
+  /// an urgent spawn arriving meanwhile waited for it (bench/README.md,
+  /// "urt-peers (d): the woken worker's first step").
+  static constexpr std::size_t batch = 8;
   /// The most nodes of levels at or below it one take() moves.
   static constexpr std::size_t trickle = 4;
   /// For take(): no limit (stop() drains everything).
@@ -135,14 +141,15 @@ class inbox {
   }
 
   /// A peer holding the owner's queue lock, for a worker that reaches no
-  /// scheduling point (stranded.hpp): every node whose enqueue has
-  /// completed, most urgent level first, FIFO within a level, stopping in
-  /// each level before its first timed node (only the owner may put those
-  /// in its timer queue). Returns how many.
+  /// scheduling point in time (stranded.hpp, resched.hpp): every node of a
+  /// level above `above` whose enqueue has completed (-1: every level),
+  /// most urgent level first, FIFO within a level, stopping in each level
+  /// before its first timed node (only the owner may put those in its
+  /// timer queue). Returns how many.
   template <class F>
-  std::size_t take_untimed(F&& f) noexcept {
+  std::size_t take_untimed(int above, F&& f) noexcept {
     std::size_t taken = 0;
-    for (int level = top(); level >= 0; level = top_below(level)) {
+    for (int level = top(); level > above && level >= 0; level = top_below(level)) {
       taken += take_level(level, unlimited, f, [](const task_node& n) { return !n.timed; });
     }
     return taken;

@@ -30,8 +30,10 @@
 //     every byte costs about 0.6 us at 256 workers, too much for every
 //     scheduling point while a request below the worker's level waits):
 //     takes over one request above `level` (a CAS to 0,
-//     so one claimer serves each), then takes w's inbox in for it and pulls
-//     its most urgent task (worker::serve_resched). A claim that pulls
+//     so one claimer serves each), then takes in for w the nodes of w's
+//     inbox above `level` (nothing below could be pulled, and each node
+//     moved is a miss) and pulls w's most urgent task
+//     (worker::serve_resched). A claim that pulls
 //     nothing (the owner came first, or the task may run only on w) costs
 //     a look; w still runs the task at its next scheduling point.
 //   - clear(w): w's owner at each scheduling point, before it drains its

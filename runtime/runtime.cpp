@@ -55,7 +55,9 @@ class worker_inboxes final : public detail::stranded_peers {
  public:
   explicit worker_inboxes(const std::vector<std::unique_ptr<worker>>& workers)
       : workers_(workers) {}
-  std::size_t take_in(unsigned w) noexcept override { return workers_[w]->take_in_for_peer(); }
+  std::size_t take_in(unsigned w, int above) noexcept override {
+    return workers_[w]->take_in_for_peer(above);
+  }
 
  private:
   const std::vector<std::unique_ptr<worker>>& workers_;

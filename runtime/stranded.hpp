@@ -124,8 +124,9 @@ class stranded_marks {
 class stranded_peers {
  public:
   virtual ~stranded_peers() = default;
-  /// Moves worker w's untimed inbox nodes into its run queue; how many.
-  virtual std::size_t take_in(unsigned w) noexcept = 0;
+  /// Moves worker w's untimed inbox nodes of levels above `above` into its
+  /// run queue (-1: of every level); how many.
+  virtual std::size_t take_in(unsigned w, int above) noexcept = 0;
 };
 
 class stranded_watch {

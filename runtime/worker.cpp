@@ -440,7 +440,7 @@ void worker::idle(run_state seen) {
   if (balancer_.acts_on_lowering()) {
     const stranded_watch::plan watch = strand_watch_.before_idle(*shared_.strand, clock::now());
     if (watch.take_over != stranded_marks::none &&
-        shared_.strand_peers->take_in(watch.take_over) > 0) {
+        shared_.strand_peers->take_in(watch.take_over, cpupri::level_idle) > 0) {
       worker_counters::bump_relaxed(counters_.take_overs);
       if (balancer_.pull_from(watch.take_over)) return;  // look at what it pulled
     }

@@ -88,7 +88,7 @@ class worker {
   /// worker's queue lock, moves the inbox's untimed nodes into its run
   /// queue, where pulls and pushes see them, and publishes its level.
   /// Returns how many it moved (0 once stop() began).
-  std::size_t take_in_for_peer() noexcept;
+  std::size_t take_in_for_peer(int above) noexcept;
   /// Owner only: one of its tasks rang another worker's doorbell.
   void count_doorbell_sent() noexcept { worker_counters::bump_relaxed(counters_.doorbells_sent); }
   /// What a local spawn does about the task running on: `push` moves the new
@@ -188,8 +188,8 @@ class worker {
   // Under the queue lock: inbox and due timers into the run queue.
   std::size_t drain_inbox() noexcept;
   // Under the queue lock, which it releases and retakes when it acts: claims
-  // a request above `level` (resched.hpp), takes that worker's inbox in for
-  // it and pulls its most urgent task here.
+  // a request above `level` (resched.hpp), takes that worker's inbox nodes
+  // above `level` in for it and pulls its most urgent task here.
   void serve_resched(int level) noexcept;
   void release_due() noexcept;
   void enqueue(task_node* node) noexcept;

@@ -163,17 +163,32 @@ TEST_CASE("inbox: take_untimed moves every level most urgent first, FIFO, stoppi
   nodes[3]->timed = true;  // the third node at 10: only its owner may take it in
   for (auto& n : nodes) box.push(n.get());
   std::vector<task_node*> taken;
-  CHECK(box.take_untimed([&](task_node* n) { taken.push_back(n); }) == 5);
+  CHECK(box.take_untimed(-1, [&](task_node* n) { taken.push_back(n); }) == 5);
   CHECK(taken == std::vector<task_node*>{nodes[1].get(), nodes[5].get(), nodes[4].get(),
                                          nodes[0].get(), nodes[2].get()});
   CHECK(box.pending());  // the timed node and the 10s behind it stay
   auto later = make_nodes({10});
   box.push(later[0].get());
   taken.clear();
-  CHECK(box.take_untimed([&](task_node* n) { taken.push_back(n); }) == 0);
+  CHECK(box.take_untimed(-1, [&](task_node* n) { taken.push_back(n); }) == 0);
   // The owner takes the timed node first, then the rest, in order.
   CHECK(box.take(inbox::unlimited, [&](task_node* n) { taken.push_back(n); }) == 2);
   CHECK(taken == std::vector<task_node*>{nodes[3].get(), later[0].get()});
+  CHECK_FALSE(box.pending());
+}
+
+TEST_CASE("inbox: take_untimed above a level leaves that level and the lower ones in place") {
+  // A reschedule claimer at level 10 takes in only what it could pull.
+  inbox box;
+  auto nodes = make_nodes({10, 90, 1, 50, 10, 90});
+  for (auto& n : nodes) box.push(n.get());
+  std::vector<task_node*> taken;
+  CHECK(box.take_untimed(10, [&](task_node* n) { taken.push_back(n); }) == 3);
+  CHECK(taken == std::vector<task_node*>{nodes[1].get(), nodes[5].get(), nodes[3].get()});
+  taken.clear();
+  // The owner finds the rest, most urgent level first, FIFO within it.
+  CHECK(box.take(inbox::unlimited, [&](task_node* n) { taken.push_back(n); }) == 3);
+  CHECK(taken == std::vector<task_node*>{nodes[0].get(), nodes[4].get(), nodes[2].get()});
   CHECK_FALSE(box.pending());
 }
 
