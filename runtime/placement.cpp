@@ -32,14 +32,14 @@ unsigned placement::place(const task_spec& spec, const worker* self) const noexc
   return place(spec.priority, spec.affinity ? &*spec.affinity : nullptr, self);
 }
 
-unsigned placement::place(priority_t priority, const worker_set* affinity,
-                          const worker* self) const noexcept {
+unsigned placement::place(priority_t priority, const worker_set* affinity, const worker* self,
+                          priority_t continuation_of) const noexcept {
   // Per thread: concurrent placements start their scans at different places.
   thread_local placement_rotation rotation;
   // An outside thread's CPU, on a real system only (rseq: no system call).
   const int cpu = self == nullptr && !worker_of_pu_.empty() ? ::sched_getcpu() : -1;
   return place_on(prio_, runtime_workers{workers_}, worker_of_pu_, priority, affinity,
-                  self != nullptr ? self->id() : cpupri::none, cpu, rotation);
+                  self != nullptr ? self->id() : cpupri::none, cpu, rotation, continuation_of);
 }
 
 }  // namespace urt::detail

@@ -29,6 +29,16 @@ struct placement_rotation {
   unsigned remote = 0;  // the first worker of the least-loaded scan
 };
 
+/// For place_on()'s `continuation_of`: the spawn is not a continuation.
+inline constexpr priority_t no_continuation = -1;
+
+/// Whether a continuation of `priority` from a task at `continuation_of`
+/// stays on the caller's worker (place_on(), below), the affinity allowing.
+[[nodiscard]] constexpr bool continuation_stays(priority_t priority,
+                                                priority_t continuation_of) noexcept {
+  return continuation_of != no_continuation && priority <= continuation_of;
+}
+
 /// The placement decision on any view of the workers: `workers.size()`,
 /// `workers.load(w)` (accepted-but-unfinished tasks), `workers.parking(w)`
 /// (parked, or rung and not running yet) and `workers.asleep(w)` (parked,
@@ -39,7 +49,19 @@ struct placement_rotation {
 /// on the runtime's workers, urt-cpupri-bench and the tests on synthetic
 /// ones.
 ///
-/// select_task_rq_rt: stay on the spawning task's worker when it runs at a
+/// A continuation (asio::defer from a task: relationship.continuation) no
+/// more urgent than its caller stays on the caller's worker when the
+/// affinity allows it: `continuation_of` is the calling task's priority, or
+/// no_continuation for any other spawn. That worker runs it once the
+/// caller returns unless something more urgent is queued there, and push
+/// migration moves it on if the worker stays busy. Placement could pick an
+/// idle worker and ring it, to take a task the caller's worker is about to
+/// be free for: a hop and a wake-up, which Asio's own schedulers avoid by
+/// keeping continuations on the calling thread. One more urgent than its
+/// caller is placed as any spawn is: strict priority wants it started now,
+/// not when the caller gets round to returning.
+///
+/// Otherwise, select_task_rq_rt: stay on the spawning task's worker when it runs at a
 /// lower priority; else the lowest-priority worker cpupri finds below the
 /// task's; else queue it on the spawning task's worker (which is then
 /// overloaded, and push migration moves the task as soon as some worker
@@ -57,11 +79,13 @@ template <class Workers>
 unsigned place_on(const cpupri& prio, const Workers& workers,
                   std::span<const unsigned> worker_of_pu, priority_t priority,
                   const worker_set* affinity, unsigned self, int caller_cpu,
-                  placement_rotation& rot) noexcept {
+                  placement_rotation& rot,
+                  priority_t continuation_of = no_continuation) noexcept {
   const auto n = static_cast<unsigned>(workers.size());
   if (n == 1) return 0;  // the only choice (a spec's affinity is checked before)
   const bool self_allowed =
       self < n && (affinity == nullptr || affinity->contains(self));
+  if (self_allowed && continuation_stays(priority, continuation_of)) return self;
   if (self_allowed && prio.level(self) < priority) return self;
   // The caller's worker; for an outside thread, the worker on its CPU.
   unsigned near = self < n ? self : cpupri::none;
@@ -128,9 +152,12 @@ class placement {
   /// The worker to queue a task of `spec` on; `self` is the spawning task's
   /// worker, or nullptr for an outside thread.
   [[nodiscard]] unsigned place(const task_spec& spec, const worker* self) const noexcept;
-  /// The same for a task of `priority` allowed on `affinity` (nullptr: any).
+  /// The same for a task of `priority` allowed on `affinity` (nullptr: any);
+  /// `continuation_of`: the calling task's priority when the spawn is its
+  /// continuation (place_on()), else no_continuation.
   [[nodiscard]] unsigned place(priority_t priority, const worker_set* affinity,
-                               const worker* self) const noexcept;
+                               const worker* self,
+                               priority_t continuation_of = no_continuation) const noexcept;
 
  private:
   const cpupri& prio_;

@@ -295,19 +295,15 @@ runtime::spawn_ticket runtime::place_spawn(priority_t p, const worker_set* affin
   // Count the acceptance before writing the node: its seq_cst RMW is a full
   // barrier, cheapest while no stores to the node are pending behind it.
   worker* self = worker::current_in(impl_.get());
-  // A continuation from a task stays on its worker, which runs it once the
-  // caller returns unless something more urgent is queued there (and push
-  // migration moves it on if the worker stays busy). Placement could pick
-  // an idle worker and ring it, to take a task the caller's worker is
-  // about to be free for: a hop and a wake-up, as Asio's own schedulers
-  // avoid by keeping continuations on the calling thread. Not one more
-  // urgent than its caller: strict priority wants it started now, not
-  // when the caller gets round to returning, so it is placed.
-  const bool stay = rel == relation::continuation && self != nullptr &&
-                    detail::current.task != nullptr && p <= detail::current.task->priority &&
-                    (affinity == nullptr || affinity->contains(self->id()));
-  const unsigned target = stay ? self->id() : impl_->place->place(p, affinity, self);
+  // A continuation from a task may stay on its worker (placement.hpp);
+  // kept there, it is queued without the push a local spawn makes.
+  const priority_t continuation_of = rel == relation::continuation && self != nullptr &&
+                                             detail::current.task != nullptr
+                                         ? detail::current.task->priority
+                                         : detail::no_continuation;
+  const unsigned target = impl_->place->place(p, affinity, self, continuation_of);
   const bool local = self != nullptr && target == self->id();
+  const bool stay = local && detail::continuation_stays(p, continuation_of);
   worker& w = *impl_->workers[target];
   if (local && !completion) {
     // Inside a task the runtime is never stopped: it waits for this task.

@@ -126,3 +126,40 @@ TEST_CASE("placement: a caller on a CPU with no worker, or a task's own spawn, i
   prio.set(0, 0);
   CHECK(place_on(prio, v, worker_of_pu, 90, nullptr, 0, outside_caller_cpu, rot) == 0);
 }
+
+TEST_CASE("placement: a continuation no more urgent than its caller stays on the caller's worker") {
+  using urt::detail::no_continuation;
+  // Worker 0 runs the caller at 50 and shows 60 (a task at 60 is queued
+  // there); workers 1-3 are idle and awake, so any other spawn from it at
+  // 60 or below goes elsewhere.
+  cpupri prio(cpupri_layout::per_llc_bytes, urt_test::places(urt_test::flat));
+  prio.set(0, 60);
+  for (unsigned w = 1; w < 4; ++w) prio.set(w, cpupri::level_idle);
+  const view v{{state::awake, state::awake, state::awake, state::awake}};
+  const worker_set two_three{2, 3};
+  const worker_set zero_one{0, 1};
+  for (unsigned r = 0; r < 8; ++r) {
+    CAPTURE(r);
+    placement_rotation rot{r, r};
+    // At the caller's priority and below: kept, idle peers or not.
+    CHECK(place_on(prio, v, worker_of_pu, 50, nullptr, 0, -1, rot, 50) == 0);
+    CHECK(place_on(prio, v, worker_of_pu, 10, nullptr, 0, -1, rot, 50) == 0);
+    CHECK(place_on(prio, v, worker_of_pu, 0, nullptr, 0, -1, rot, 50) == 0);
+    CHECK(place_on(prio, v, worker_of_pu, 10, &zero_one, 0, -1, rot, 50) == 0);
+    // More urgent than the caller: placed as any spawn, on an idle worker.
+    CHECK(place_on(prio, v, worker_of_pu, 55, nullptr, 0, -1, rot, 50) != 0);
+    // Not a continuation (a post, a dispatch, a spawn): placed.
+    CHECK(place_on(prio, v, worker_of_pu, 10, nullptr, 0, -1, rot, no_continuation) != 0);
+    CHECK(place_on(prio, v, worker_of_pu, 10, nullptr, 0, -1, rot) != 0);
+    // The affinity leaves the caller's worker out: placed within it.
+    const unsigned w = place_on(prio, v, worker_of_pu, 10, &two_three, 0, -1, rot, 50);
+    CHECK((w == 2 || w == 3));
+    // From a thread that is no worker's (no self): nothing to stay on.
+    CHECK(place_on(prio, v, worker_of_pu, 10, nullptr, cpupri::none, -1, rot, 50) != 0);
+  }
+  // The spawn path's `stay` (runtime.cpp) uses the same rule.
+  CHECK(urt::detail::continuation_stays(50, 50));
+  CHECK(urt::detail::continuation_stays(0, 1));
+  CHECK_FALSE(urt::detail::continuation_stays(51, 50));
+  CHECK_FALSE(urt::detail::continuation_stays(10, no_continuation));
+}
