@@ -148,14 +148,17 @@ TEST_CASE("inbox: levels above the floor take the batch, the others only the tri
   box.push(nodes[1000].get());
   box.push(nodes[1001].get());
   // The run queue holds level 1 work already (floor 1): both urgent nodes
-  // (above it), then only `trickle` of level 1.
+  // (above it), and nothing of level 1 this time: the pick changes to 50.
   std::vector<task_node*> taken;
   const auto collect = [&](task_node* n) { taken.push_back(n); };
-  CHECK(box.take([] { return 1; }, inbox::batch, inbox::trickle, collect) == 2 + inbox::trickle);
-  REQUIRE(taken.size() == 2 + inbox::trickle);
+  CHECK(box.take([] { return 1; }, inbox::batch, inbox::trickle, collect) == 2);
+  REQUIRE(taken.size() == 2);
   CHECK(taken[0] == nodes[1000].get());
   CHECK(taken[1] == nodes[1001].get());
-  for (std::size_t i = 0; i < inbox::trickle; ++i) CHECK(taken[2 + i] == nodes[i].get());
+  // The next take has nothing above the floor: the trickle of level 1.
+  taken.clear();
+  CHECK(box.take([] { return 50; }, inbox::batch, inbox::trickle, collect) == inbox::trickle);
+  for (std::size_t i = 0; i < inbox::trickle; ++i) CHECK(taken[i] == nodes[i].get());
   // An empty run queue (floor -1): level 1 is above it, a whole batch.
   taken.clear();
   CHECK(box.take([] { return -1; }, inbox::batch, inbox::trickle, collect) == inbox::batch);
@@ -169,4 +172,43 @@ TEST_CASE("inbox: levels above the floor take the batch, the others only the tri
                    collect(n);
                    floor = 1;
                  }) == inbox::batch);  // the batch of the level taken while it was above
+}
+
+TEST_CASE("inbox: urgent nodes at every take still let the trickle through every other take") {
+  inbox box;
+  auto low = make_nodes(100);
+  for (auto& n : low) {
+    n->priority = 1;
+    box.push(n.get());
+  }
+  auto urgent = make_nodes(6);
+  std::size_t low_taken = 0;
+  std::vector<std::size_t> per_take;
+  for (auto& u : urgent) {
+    u->priority = 60;
+    box.push(u.get());
+    std::size_t lows = 0;
+    bool got_urgent = false;
+    box.take([] { return 1; }, inbox::batch, inbox::trickle, [&](task_node* n) {
+      if (n == u.get()) {
+        got_urgent = true;
+      } else {
+        CHECK(n == low[low_taken + lows].get());  // FIFO within level 1
+        ++lows;
+      }
+    });
+    CHECK(got_urgent);  // the urgent node is taken at once, every time
+    low_taken += lows;
+    per_take.push_back(lows);
+  }
+  // Left, taken, left, taken, ...: no take leaves the trickle twice in a row.
+  CHECK(per_take == std::vector<std::size_t>{0, inbox::trickle, 0, inbox::trickle, 0,
+                                             inbox::trickle});
+  // Unlimited (stop()'s drain): everything, whatever the previous take did.
+  auto last = make_nodes(1);
+  last[0]->priority = 60;
+  box.push(last[0].get());
+  CHECK(box.take([] { return 1; }, inbox::unlimited, inbox::unlimited, [](task_node*) {}) ==
+        1 + low.size() - low_taken);
+  CHECK_FALSE(box.pending());
 }
