@@ -69,6 +69,12 @@ void runtime_options::validate() const {
                                       std::to_string(lo) + ".." + std::to_string(hi));
     }
   }
+  if (os_slice.count() != 0) {
+    if (os_slice < min_os_slice || os_slice > max_os_slice) {
+      bad_option("os_slice", ns_text(os_slice) + " is neither 0 nor within " +
+                                 ns_text(min_os_slice) + ".." + ns_text(max_os_slice));
+    }
+  }
   check_enum("cpupri", cpupri, "cpupri_layout",
              {cpupri_layout::global, cpupri_layout::per_numa, cpupri_layout::per_llc,
               cpupri_layout::per_llc_bytes});

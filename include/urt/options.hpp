@@ -189,6 +189,21 @@ struct runtime_options {
   worker_policy policy = worker_policy::other;
   /// SCHED_FIFO priority of the workers when policy == fifo (1..99).
   int fifo_priority = 50;
+  /// Under policy == other (ignored under fifo, which has no slice): the
+  /// time slice each worker asks of the kernel's fair scheduler
+  /// (sched_setattr's sched_runtime; EEVDF custom slices, Linux 6.12 and
+  /// later, which older kernels ignore). A short slice gives the worker an
+  /// early deadline, so a worker woken by a spawn preempts the SCHED_OTHER
+  /// thread on its CPU (often the spawner) at once instead of waiting for
+  /// it to block; the thread it preempts pays. 0: nothing is asked (the
+  /// kernel's default, 0.7 ms scaled by the CPU count); else min_os_slice
+  /// to max_os_slice. Where the call is refused as unknown or filtered
+  /// (ENOSYS, EPERM), the workers keep the default slice. 100 us, the kernel's least: bench/README.md, "How
+  /// the defaults were chosen".
+  std::chrono::nanoseconds os_slice = std::chrono::microseconds{100};
+  /// The kernel's bounds for a custom slice (0.1 ms to 100 ms).
+  static constexpr std::chrono::nanoseconds min_os_slice = std::chrono::microseconds{100};
+  static constexpr std::chrono::nanoseconds max_os_slice = std::chrono::milliseconds{100};
   /// Whether the worker threads block the asynchronous signals (SIGINT,
   /// SIGTERM, SIGHUP, SIGUSR1/2, SIGALRM, SIGCHLD, the real-time signals...),
   /// so that the kernel gives them to the application's own threads and a

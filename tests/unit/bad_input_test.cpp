@@ -402,6 +402,18 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
           }),
           "runtime_options.fifo_priority: 100 is outside 1..99"),
       reject<std::invalid_argument>(
+          "runtime_options.os_slice 50 us",
+          build_with([](auto& o) { o.os_slice = std::chrono::microseconds{50}; }),
+          "runtime_options.os_slice: 50000ns is neither 0 nor within 100000ns..100000000ns"),
+      reject<std::invalid_argument>(
+          "runtime_options.os_slice -1 ns",
+          build_with([](auto& o) { o.os_slice = std::chrono::nanoseconds{-1}; }),
+          "runtime_options.os_slice: -1ns is neither 0 nor within 100000ns..100000000ns"),
+      reject<std::invalid_argument>(
+          "runtime_options.os_slice 101 ms",
+          build_with([](auto& o) { o.os_slice = std::chrono::milliseconds{101}; }),
+          "runtime_options.os_slice: 101000000ns is neither 0 nor within 100000ns..100000000ns"),
+      reject<std::invalid_argument>(
           "runtime_options::realtime(INT_MIN)",
           [] { urt::runtime r(urt::runtime_options::realtime(INT_MIN)); },
           "runtime_options.fifo_priority: -2147483648 is outside 1..99"),
