@@ -198,9 +198,11 @@ struct runtime_options {
   /// it to block; the thread it preempts pays. 0: nothing is asked (the
   /// kernel's default, 0.7 ms scaled by the CPU count); else min_os_slice
   /// to max_os_slice. Where the call is refused as unknown or filtered
-  /// (ENOSYS, EPERM), the workers keep the default slice. 100 us, the kernel's least: bench/README.md, "How
-  /// the defaults were chosen".
-  std::chrono::nanoseconds os_slice = std::chrono::microseconds{100};
+  /// (ENOSYS, EPERM), the workers keep the default slice. Off by default:
+  /// it sped up wake-ups, but the mixed workload's worst urgent start
+  /// reached 0.78 and 2.2 ms in 2 of 24 rounds at 100 us, against 0.29 ms
+  /// at most in 24 without (bench/README.md, "os_slice: off").
+  std::chrono::nanoseconds os_slice{0};
   /// The kernel's bounds for a custom slice (0.1 ms to 100 ms).
   static constexpr std::chrono::nanoseconds min_os_slice = std::chrono::microseconds{100};
   static constexpr std::chrono::nanoseconds max_os_slice = std::chrono::milliseconds{100};

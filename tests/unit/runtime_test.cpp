@@ -725,10 +725,11 @@ TEST_CASE("runtime: os_slice is the workers' fair-class slice on kernels that ta
       CHECK(seen[w].load() >= 0);  // the workers started; the call succeeded
     }
   }
-  // The default is the kernel's least slice; 0 asks for nothing, and the
-  // thread keeps the kernel's own.
+  // 100 us, the kernel's least, is taken as is; 0 (the default) asks for
+  // nothing, and the thread keeps the kernel's own.
+  CHECK(urt::runtime_options{}.os_slice.count() == 0);
   for (const auto& [asked, expect_exact] :
-       {std::pair{urt::runtime_options{}.os_slice, true},
+       {std::pair{urt::runtime_options::min_os_slice, true},
         std::pair{std::chrono::nanoseconds{0}, false}}) {
     urt::runtime_options p = synthetic_workers(1);
     p.os_slice = asked;
