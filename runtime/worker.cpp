@@ -3,13 +3,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <stdexcept>
@@ -18,6 +14,7 @@
 
 #include "bandwidth_table.hpp"
 #include "current.hpp"
+#include "fair_slice.hpp"
 #include "migrator.hpp"
 #include "node_pool.hpp"
 #include "qsbr.hpp"
@@ -99,7 +96,7 @@ void worker::set_up() {
   ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   const runtime_options& o = *shared_.options;
   if (o.policy == worker_policy::other && o.os_slice.count() > 0) {
-    set_os_slice(o.os_slice);
+    fair_slice::request(o.os_slice, id_);
   }
   if (o.policy == worker_policy::fifo) {
     sched_param param{};
@@ -111,38 +108,6 @@ void worker::set_up() {
               std::to_string(o.fifo_priority) + " refused for worker " + std::to_string(id_) +
               (err == EPERM ? " (needs root, CAP_SYS_NICE or a large enough RLIMIT_RTPRIO)" : ""));
     }
-  }
-}
-
-void worker::set_os_slice(std::chrono::nanoseconds slice) const {
-  // glibc 2.36 has no sched_setattr wrapper nor struct sched_attr: the
-  // kernel's layout (include/uapi/linux/sched/types.h, SCHED_ATTR_SIZE_VER1).
-  struct sched_attr_v1 {
-    std::uint32_t size;
-    std::uint32_t sched_policy;
-    std::uint64_t sched_flags;
-    std::int32_t sched_nice;
-    std::uint32_t sched_priority;
-    std::uint64_t sched_runtime;
-    std::uint64_t sched_deadline;
-    std::uint64_t sched_period;
-    std::uint32_t sched_util_min;
-    std::uint32_t sched_util_max;
-  };
-  sched_attr_v1 attr{};
-  attr.size = sizeof attr;
-  attr.sched_policy = SCHED_OTHER;
-  attr.sched_nice = ::getpriority(PRIO_PROCESS, 0);  // keep the thread's nice value
-  attr.sched_runtime = static_cast<std::uint64_t>(slice.count());  // validated: 0.1-100 ms
-  if (::syscall(SYS_sched_setattr, 0, &attr, 0U) != 0) {
-    const int err = errno;
-    // No such call, or a sandbox's filter refuses it (seccomp answers
-    // EPERM; the slice itself needs no privilege): as on a kernel that
-    // ignores the request, the worker keeps the default slice.
-    if (err == ENOSYS || err == EPERM) return;
-    throw std::system_error(err, std::generic_category(),
-                            "runtime_options.os_slice: a slice of " + std::to_string(slice.count()) +
-                                " ns refused for worker " + std::to_string(id_));
   }
 }
 

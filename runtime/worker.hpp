@@ -168,8 +168,6 @@ class worker {
  private:
   void main(startup& st);
   void set_up();
-  // Under policy other: asks the kernel for this thread's fair-class slice.
-  void set_os_slice(std::chrono::nanoseconds slice) const;
   void loop();
   // One scheduling step under the queue lock: take in new work, pick the
   // next task, publish; then the migration the step calls for. Returns the

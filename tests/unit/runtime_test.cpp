@@ -3,9 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
-#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -27,6 +25,7 @@
 #include "urt/urt.hpp"
 
 #include "../topologies.hpp"
+#include "fair_slice.hpp"
 
 using urt_test::message_of;
 
@@ -683,24 +682,6 @@ TEST_CASE("runtime: SCHED_FIFO workers either run FIFO or fail with a clear erro
 TEST_CASE("runtime: os_slice is the workers' fair-class slice on kernels that take one") {
   // sched_getattr reports a SCHED_OTHER thread's slice as sched_runtime
   // from Linux 6.12 (EEVDF custom slices); older kernels take and ignore it.
-  struct sched_attr_v1 {
-    std::uint32_t size;
-    std::uint32_t sched_policy;
-    std::uint64_t sched_flags;
-    std::int32_t sched_nice;
-    std::uint32_t sched_priority;
-    std::uint64_t sched_runtime;
-    std::uint64_t sched_deadline;
-    std::uint64_t sched_period;
-    std::uint32_t sched_util_min;
-    std::uint32_t sched_util_max;
-  };
-  const auto slice_of_this_thread = [] {
-    sched_attr_v1 a{};
-    return ::syscall(SYS_sched_getattr, 0, &a, static_cast<unsigned>(sizeof a), 0U) == 0
-               ? static_cast<std::int64_t>(a.sched_runtime)
-               : std::int64_t{-1};
-  };
   utsname u{};
   REQUIRE(::uname(&u) == 0);
   int major = 0;
@@ -713,7 +694,7 @@ TEST_CASE("runtime: os_slice is the workers' fair-class slice on kernels that ta
   std::atomic<std::int64_t> seen[2] = {-2, -2};
   for (unsigned w = 0; w < 2; ++w) {
     rt.spawn(urt::task_spec{.affinity = urt::worker_set{w}},
-             [&, w] { seen[w].store(slice_of_this_thread()); });
+             [&, w] { seen[w].store(urt::detail::fair_slice::of_this_thread()); });
   }
   rt.stop();
   for (unsigned w = 0; w < 2; ++w) {
@@ -735,7 +716,7 @@ TEST_CASE("runtime: os_slice is the workers' fair-class slice on kernels that ta
     p.os_slice = asked;
     urt::runtime plain(p);
     std::atomic<std::int64_t> got{-2};
-    plain.spawn(urt::task_spec{}, [&] { got.store(slice_of_this_thread()); });
+    plain.spawn(urt::task_spec{}, [&] { got.store(urt::detail::fair_slice::of_this_thread()); });
     plain.stop();
     if (!kernel_takes_slices) continue;
     if (expect_exact) {
