@@ -27,6 +27,20 @@ for preset in "${presets[@]}"; do
   fi
 done
 
+# A CI log is often read from its end: name each failed test there again,
+# with the last lines it printed (ctest's LastTest.log keeps every test's output).
+for preset in "${failed[@]}"; do
+  dir="build/$preset/Testing/Temporary"
+  [[ -f "$dir/LastTestsFailed.log" ]] || continue
+  printf '\n==================== %s: failed tests ====================\n' "$preset"
+  while IFS=: read -r number name; do
+    printf -- '--- %s (test %s), the end of its output:\n' "$name" "$number"
+    awk -v t="$name" '$0 ~ /^[0-9]+\/[0-9]+ Testing: / && substr($0, index($0, "Testing: ") + 9) == t { on = 1 }
+                      on { print } on && index($0, "\"" t "\" end time:") == 1 { exit }' \
+      "$dir/LastTest.log" | tail -n 40
+  done <"$dir/LastTestsFailed.log"
+done
+
 printf 'urt: %s\n' "${timings[@]}"
 
 if [[ ${#failed[@]} -gt 0 ]]; then
