@@ -84,7 +84,16 @@ bandwidth_table::bandwidth_table(const bandwidth_options& initial) {
     // all while it is created, so that it never takes the application's
     // signals (signal_mask.hpp).
     const scoped_signal_block masked(all_signals());
-    reclaimer_ = urcu_qsbr_create_call_rcu_data(URCU_CALL_RCU_RT, -1);
+    // Not URCU_CALL_RCU_RT: that thread polls every 10 ms for ever, 100
+    // wake-ups a second of an idle runtime, each one a thread that may
+    // take a worker's CPU for its turn. Without it the thread sleeps on a
+    // futex while it has nothing to free; a call_rcu() that finds it
+    // asleep wakes it (a system call), and once woken it batches for 10 ms
+    // before it may sleep again, so callers make at most about 100 such
+    // calls a second. The callers are set_bandwidth(), make_group() and
+    // tasks retiring their own RCU data (urt-kv's store), none on a
+    // worker's scheduling path.
+    reclaimer_ = urcu_qsbr_create_call_rcu_data(0, -1);
   }
   if (reclaimer_ == nullptr) {
     delete first;

@@ -16,7 +16,8 @@
 //   | read (worker)    | yes             | yes: old or new block, whole    |
 //   | publish (writer) | yes             | serialised by the writer mutex  |
 // Progress: read is wait-free (one acquire load); publish takes the writer
-// mutex and allocates; reclamation runs on the call_rcu thread.
+// mutex and allocates; reclamation runs on the call_rcu thread, which
+// sleeps while nothing is retired (an idle runtime has no thread awake).
 #pragma once
 
 #include <atomic>

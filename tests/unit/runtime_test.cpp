@@ -7,10 +7,13 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -726,6 +729,58 @@ TEST_CASE("runtime: os_slice is the workers' fair-class slice on kernels that ta
       CHECK(got.load() != 300'000);
     }
   }
+}
+
+namespace {
+
+// Context switches of each thread of this process, by thread ID
+// (/proc/self/task/TID/status: voluntary plus nonvoluntary).
+std::map<long, long> switches_by_thread() {
+  std::map<long, long> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream status(entry.path() / "status");
+    long total = 0;
+    for (std::string line; std::getline(status, line);) {
+      for (const char* key : {"voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:"}) {
+        if (line.rfind(key, 0) == 0) total += std::stol(line.substr(std::strlen(key)));
+      }
+    }
+    out[std::stol(entry.path().filename().string())] = total;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("runtime: an idle runtime has no thread awake: none of its threads switches while nothing is queued") {
+  const std::map<long, long> before_start = switches_by_thread();
+  urt::runtime rt(synthetic_workers(2));
+  for (unsigned w = 0; w < 2; ++w) {
+    gate done;
+    rt.spawn(urt::task_spec{.affinity = urt::worker_set{w}}, [&] { done.open(); });
+    done.wait();
+  }
+  for (unsigned w = 0; w < 2; ++w) {
+    while (rt.stats().workers[w].parks == 0) std::this_thread::yield();
+  }
+  // Parked (or about to be: parks counts just before the wait); let the
+  // last idle spins and the call_rcu thread's start-up end.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::map<long, long> idle_from = switches_by_thread();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::map<long, long> idle_to = switches_by_thread();
+  int runtime_threads = 0;
+  for (const auto& [tid, count] : idle_from) {
+    if (before_start.contains(tid)) continue;  // this test's own threads
+    ++runtime_threads;
+    CAPTURE(tid);
+    REQUIRE(idle_to.contains(tid));
+    // A sleeping thread is switched neither in nor out; a thread that
+    // polls (a timer, a periodic check) is switched at every wake-up.
+    CHECK(idle_to.at(tid) == count);
+  }
+  CHECK(runtime_threads >= 3);  // two workers and the call_rcu thread
+  rt.stop();
 }
 
 TEST_CASE("runtime: an outside spawn into an idle pool wakes the worker on the caller's CPU") {
