@@ -544,6 +544,7 @@ worker_stats worker::stats() const noexcept {
   s.token_hops = get(c.token_hops);
   s.fallbacks = get(c.fallbacks);
   s.take_overs = get(c.take_overs);
+  s.resched_claims = get(c.resched_claims);
   s.migrated_in = get(q_.migrated_in);
   s.migrated_out = get(q_.migrated_out);
   s.remote_locks = get(q_.remote_locks);

@@ -44,6 +44,7 @@ void worker::serve_resched(int level) noexcept {
   if (!requests.pending_above(level) || !balancer_.acts_on_lowering()) return;
   const unsigned w = requests.claim_above(level, id_);
   if (w == resched_requests::none) return;
+  worker_counters::bump_relaxed(counters_.resched_claims);
   q_.lock.unlock();
   // Into w's run queue, where a pull sees it; then the pull, which moves
   // w's most urgent pushable task here if it is more urgent than this

@@ -25,6 +25,9 @@ struct worker_stats {
   std::uint64_t fallbacks = 0;       ///< stuck token hops it took over (ipi_timeout)
   /// inboxes of workers stuck past ipi_timeout that it took in for them
   std::uint64_t take_overs = 0;
+  /// reschedule requests it claimed: an urgent task queued behind another
+  /// worker's running task, pulled here (at most one task per claim)
+  std::uint64_t resched_claims = 0;
   std::uint64_t migrated_in = 0;     ///< tasks moved into its queue by a push or pull
   std::uint64_t migrated_out = 0;    ///< tasks moved out of its queue
   std::uint64_t remote_locks = 0;    ///< times other workers locked its queue
@@ -65,6 +68,7 @@ struct worker_stats {
     token_hops += o.token_hops;
     fallbacks += o.fallbacks;
     take_overs += o.take_overs;
+    resched_claims += o.resched_claims;
     migrated_in += o.migrated_in;
     migrated_out += o.migrated_out;
     remote_locks += o.remote_locks;
