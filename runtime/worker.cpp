@@ -55,9 +55,19 @@ void worker::join() {
 }
 
 void worker::main(startup& st) {
+  bool registered = false;
   try {
     set_up();
+    current.self = this;
+    current.owner = shared_.owner;
+    qsbr::register_thread();
+    registered = true;
+    shared_.bandwidth_params->adopt_call_rcu_thread();
+    parker_.arm();
   } catch (...) {
+    if (registered) qsbr::unregister_thread();
+    current.self = nullptr;
+    current.owner = nullptr;
     {
       std::lock_guard lock(st.mutex);
       if (!st.error) st.error = std::current_exception();
@@ -65,15 +75,12 @@ void worker::main(startup& st) {
     st.done.count_down();
     return;
   }
-  st.done.count_down();  // `st` may be gone after this
-  current.self = this;
-  current.owner = shared_.owner;
-  qsbr::register_thread();
-  shared_.bandwidth_params->adopt_call_rcu_thread();
-  parker_.arm();
   q_.lock.lock();
   shared_.migrate->publish(id_);  // idle: routable from now on
   q_.lock.unlock();
+  // The constructor returns once every worker is here, so that placement
+  // sees all of them idle from the first spawn on.
+  st.done.count_down();  // `st` may be gone after this
   loop();
   qsbr::unregister_thread();
   parker_.disarm();
