@@ -55,7 +55,7 @@ class runtime {
  public:
   /// Validates the options, loads the topology and starts one worker per
   /// chosen PU, pinned to it on a real system; returns once every worker
-/// is idle and placement sees it so. Throws std::invalid_argument
+  /// is idle and placement sees it so. Throws std::invalid_argument
   /// naming a bad option, std::system_error when the OS refuses the policy,
   /// the binding or the memory lock (no worker is left running then).
   explicit runtime(runtime_options options = {});
