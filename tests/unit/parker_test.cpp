@@ -58,6 +58,12 @@ parker::config at_release() {
           .timer_wake = urt::timer_wake_mode::at_release};
 }
 
+// How far ahead the deadlines of the tests below lie: long enough that the
+// test thread reaches the park before them even when a loaded machine (CI,
+// TSan) keeps it off its CPU for a while (its cases also run alone:
+// tests/CMakeLists.txt).
+constexpr std::chrono::milliseconds reach_the_park{100};
+
 }  // namespace
 
 TEST_CASE("parker: work already visible ends the wait before parking") {
@@ -83,10 +89,10 @@ TEST_CASE("parker: parked for a release, it wakes by the alarm and never before 
     CAPTURE(static_cast<int>(ch));
     bench_parker b(at_release(), ch);
     for (int round = 1; round <= 3; ++round) {
-      // 20 ms, not less: under TSan on a loaded 2-CPU machine, 300 us could
-      // pass before the parker reached its park (CI saw it once), and a
-      // release already due is rightly not parked for.
-      const auto release = urt::clock::now() + std::chrono::milliseconds{20};
+      // Far enough ahead: under TSan on a loaded 2-CPU machine, 300 us
+      // passed once before the parker reached its park (CI), and a release
+      // already due is rightly not parked for.
+      const auto release = urt::clock::now() + reach_the_park;
       b.idle(release);
       CHECK(urt::clock::now() >= release);
       CHECK(b.get(b.counters.parks) == static_cast<std::uint64_t>(round));
@@ -98,11 +104,11 @@ TEST_CASE("parker: parked for a release, it wakes by the alarm and never before 
 TEST_CASE("parker: timer_spin wakes early and spins to the release instead of parking") {
   auto cfg = at_release();
   // An advance longer than the wait: it never parks, and spins the whole
-  // 20 ms (long enough that even a loaded machine runs it before the
+  // wait (long enough that even a loaded machine runs it before the
   // release, so some of it is spun).
   cfg.timer_spin = std::chrono::seconds{1};
   bench_parker b(cfg);
-  const auto release = urt::clock::now() + std::chrono::milliseconds{20};
+  const auto release = urt::clock::now() + reach_the_park;
   b.idle(release);
   CHECK(urt::clock::now() >= release);
   CHECK(b.get(b.counters.parks) == 0);
@@ -114,8 +120,7 @@ TEST_CASE("parker: a token deadline ends the park with no spin when no release i
   for (const channel ch : channels) {
     CAPTURE(static_cast<int>(ch));
     bench_parker b(at_release(), ch);
-    // 20 ms: long enough that a loaded machine reaches the park before it.
-    const auto check_at = urt::clock::now() + std::chrono::milliseconds{20};
+    const auto check_at = urt::clock::now() + reach_the_park;
     b.idle(urt::clock::time_point::max(), check_at);
     CHECK(urt::clock::now() >= check_at);
     CHECK(b.get(b.counters.parks) == 1);
