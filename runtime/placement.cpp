@@ -42,4 +42,11 @@ unsigned placement::place(priority_t priority, const worker_set* affinity, const
                   self != nullptr ? self->id() : cpupri::none, cpu, rotation, continuation_of);
 }
 
+bool placement::on_callers_cpu(unsigned w) const noexcept {
+  if (worker_of_pu_.empty()) return false;
+  const int cpu = ::sched_getcpu();
+  return cpu >= 0 && static_cast<std::size_t>(cpu) < worker_of_pu_.size() &&
+         worker_of_pu_[static_cast<std::size_t>(cpu)] == w;
+}
+
 }  // namespace urt::detail

@@ -158,6 +158,9 @@ class placement {
   [[nodiscard]] unsigned place(priority_t priority, const worker_set* affinity,
                                const worker* self,
                                priority_t continuation_of = no_continuation) const noexcept;
+  /// Whether the calling thread runs on worker w's own PU now (a real
+  /// system with workers bound to their PUs; false otherwise).
+  [[nodiscard]] bool on_callers_cpu(unsigned w) const noexcept;
 
  private:
   const cpupri& prio_;

@@ -429,11 +429,30 @@ void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
   // made it visible at once but cut external spawn throughput to a quarter
   // (urt-spawn-bench: 1.8 against 7.4 M tasks/s), contending with the owner
   // on every spawn.
+  // Read before the hand-off: once queued, the node may run and go. A timed
+  // node's ring only resets the worker's alarm: nothing runs now.
+  const bool fifo_now = !ticket.node_->timed && ticket.node_->priority > priority_normal;
   const bool rang = w.submit_remote(ticket.node_);
   if (rang) {
     // Attributed to the sending worker; rings from outside threads are
     // counted only where they are received.
-    if (worker* self = worker::current_in(impl_.get())) self->count_doorbell_sent();
+    if (worker* self = worker::current_in(impl_.get())) {
+      self->count_doorbell_sent();
+    } else if (fifo_now && impl_->options.policy == worker_policy::other &&
+               impl_->place->on_callers_cpu(ticket.target_) &&
+               ::sched_getscheduler(0) == SCHED_OTHER) {
+      // An outside thread woke the worker of its own CPU for a FIFO-class
+      // task. The kernel would preempt a SCHED_OTHER waker for a woken
+      // SCHED_FIFO task; here both threads are SCHED_OTHER, and the OS
+      // lets the waker run on in about two wake-ups of three, the worker
+      // waiting until the waker blocks or its slice ends (up to a tick, 4
+      // ms here, measured in bench/README). So the waker yields: the task
+      // starts now, and the waker gets its CPU back when the worker idles.
+      // A SCHED_FIFO or SCHED_RR waker is not asked to: its yield would
+      // hand the CPU to its own priority's threads, not to the worker.
+      w.count_wake_yield();
+      ::sched_yield();
+    }
   }
   ticket.node_ = nullptr;
 }

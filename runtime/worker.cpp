@@ -552,6 +552,7 @@ worker_stats worker::stats() const noexcept {
   s.fallbacks = get(c.fallbacks);
   s.take_overs = get(c.take_overs);
   s.resched_claims = get(c.resched_claims);
+  s.wake_yields = get(c.wake_yields);
   s.migrated_in = get(q_.migrated_in);
   s.migrated_out = get(q_.migrated_out);
   s.remote_locks = get(q_.remote_locks);

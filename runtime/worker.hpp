@@ -91,6 +91,10 @@ class worker {
   std::size_t take_in_for_peer(int above) noexcept;
   /// Owner only: one of its tasks rang another worker's doorbell.
   void count_doorbell_sent() noexcept { worker_counters::bump_relaxed(counters_.doorbells_sent); }
+  /// Any thread: an outside spawner yielded its CPU to this worker.
+  void count_wake_yield() noexcept {
+    counters_.wake_yields.fetch_add(1, std::memory_order_relaxed);
+  }
   /// What a local spawn does about the task running on: `push` moves the new
   /// task (or a more urgent queued one) to a lower worker at once, since the
   /// running task goes on; `keep` leaves it here for when the running task

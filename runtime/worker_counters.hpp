@@ -2,7 +2,7 @@
 // stop().
 //
 // Concurrency: every counter has one writer, named beside it, except
-// accepted_remote (any spawning thread, read-modify-write). Writers bump
+// accepted_remote and wake_yields (any spawning thread, read-modify-write). Writers bump
 // with a load and a store, no read-modify-write. bump_relaxed() is for pure
 // statistics: a reader may see a stale value and nothing depends on it.
 // bump_release() is for the counters a reader acquires to learn that a
@@ -59,6 +59,9 @@ struct worker_counters {
   // with the seq_cst state store in stop(), see runtime.cpp): a line of
   // their own.
   alignas(64) std::atomic<std::uint64_t> accepted_remote{0};
+  // Outside spawners that woke this worker on their own CPU and yielded it
+  // (runtime.cpp, commit_spawn). Relaxed fetch_add: a statistic.
+  std::atomic<std::uint64_t> wake_yields{0};
 };
 
 }  // namespace urt::detail

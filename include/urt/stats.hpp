@@ -28,6 +28,10 @@ struct worker_stats {
   /// reschedule requests it claimed: an urgent task queued behind another
   /// worker's running task, pulled here (at most one task per claim)
   std::uint64_t resched_claims = 0;
+  /// outside spawns of a task at priority 1..99 that woke it on the
+  /// spawning thread's own CPU, where the spawner then yielded the CPU to
+  /// it (worker_policy::other only)
+  std::uint64_t wake_yields = 0;
   std::uint64_t migrated_in = 0;     ///< tasks moved into its queue by a push or pull
   std::uint64_t migrated_out = 0;    ///< tasks moved out of its queue
   std::uint64_t remote_locks = 0;    ///< times other workers locked its queue
@@ -69,6 +73,7 @@ struct worker_stats {
     fallbacks += o.fallbacks;
     take_overs += o.take_overs;
     resched_claims += o.resched_claims;
+    wake_yields += o.wake_yields;
     migrated_in += o.migrated_in;
     migrated_out += o.migrated_out;
     remote_locks += o.remote_locks;

@@ -823,6 +823,60 @@ TEST_CASE("runtime: an outside spawn into an idle pool wakes the worker on the c
   rt.stop();
 }
 
+TEST_CASE("runtime: an outside spawn that wakes its own CPU's worker for a FIFO-class task yields that CPU to it") {
+  urt::runtime_options o;
+  o.idle_spin = std::chrono::nanoseconds{0};  // an idle worker parks at once
+  urt::runtime rt(o);
+  REQUIRE(rt.topology().is_this_system());
+  const auto parked_again = [&](unsigned w, std::uint64_t parks_before) {
+    while (rt.stats().workers[w].parks <= parks_before) std::this_thread::yield();
+  };
+  for (unsigned w = 0; w < rt.worker_count(); ++w) {
+    CAPTURE(w);
+    const urt::worker_set only{w};
+    std::thread caller([&] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(rt.topology().workers()[w].pu, &set);
+      REQUIRE(pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0);
+      // Each spawn below finds the worker parked, and rings it.
+      const auto spawn_and_wait = [&](urt::priority_t p) {
+        while (rt.stats().workers[w].parks == 0) std::this_thread::yield();
+        const urt::worker_stats before = rt.stats().workers[w];
+        gate done;
+        rt.spawn(urt::task_spec{.priority = p, .affinity = only}, [&] { done.open(); });
+        done.wait();
+        parked_again(w, before.parks);  // ran the task and parked again
+        const urt::worker_stats after = rt.stats().workers[w];
+        CHECK(after.doorbells > before.doorbells);  // it was woken
+        return after.wake_yields - before.wake_yields;
+      };
+      CHECK(spawn_and_wait(urt::priority_normal) == 0);  // the normal class: the OS decides
+      CHECK(spawn_and_wait(10) == 1);
+      CHECK(spawn_and_wait(urt::priority_max) == 1);
+      // A timed release's ring only resets the worker's alarm: no yield.
+      const std::uint64_t yields = rt.stats().workers[w].wake_yields;
+      gate timed;
+      rt.spawn_at(urt::clock::now() + std::chrono::milliseconds{5},
+                  urt::task_spec{.priority = 10, .affinity = only}, [&] { timed.open(); });
+      timed.wait();
+      CHECK(rt.stats().workers[w].wake_yields == yields);
+    });
+    caller.join();
+  }
+  // A task's spawn onto another worker rings it without yielding.
+  if (rt.worker_count() > 1) {
+    const std::uint64_t yields = rt.stats().total().wake_yields;
+    gate done;
+    rt.spawn(urt::task_spec{.priority = 5, .affinity = urt::worker_set{0}}, [&] {
+      rt.spawn(urt::task_spec{.priority = 20, .affinity = urt::worker_set{1}}, [&] { done.open(); });
+    });
+    done.wait();
+    CHECK(rt.stats().total().wake_yields == yields);
+  }
+  rt.stop();
+}
+
 TEST_CASE("runtime: each binding gives a worker exactly its PU, its LLC's PUs or every worker's") {
   for (const urt::worker_binding b :
        {urt::worker_binding::pu, urt::worker_binding::llc, urt::worker_binding::workers}) {
