@@ -36,6 +36,12 @@
 //                      counter, posted from the main thread with the pools
 //                      simply running (no holding, no warm-up), until all
 //                      ran; M tasks/s, median of 5.
+//   (g) busy wake      (b) as a thread that goes on with its own work writes
+//                      it: after the post the main thread does not block but
+//                      keeps its CPU (it spins until the task has started);
+//                      1000 samples, p50 / p99 / max. A worker woken on the
+//                      poster's CPU runs only when the OS takes that CPU from
+//                      the poster.
 //
 // The executors, each with two threads running tasks:
 //   urt     urt::runtime on cpus "0-1" (two pinned workers), idle_spin 50 us.
@@ -130,6 +136,7 @@ using std::chrono::nanoseconds;
 constexpr std::uint32_t throughput_tasks = 65536;
 constexpr int throughput_runs = 5;
 constexpr int wake_samples = 2000;
+constexpr int busy_wake_samples = 1000;
 constexpr milliseconds wake_idle{2};
 constexpr std::uint32_t backlog_tasks = 10000;
 constexpr nanoseconds backlog_task_spin = microseconds{1};
@@ -674,6 +681,22 @@ wake_result wake_sample(Ex& ex) {
           g_wake.cpu.load(std::memory_order_relaxed) == post_cpu};
 }
 
+// (g): the posting thread keeps its CPU until the task has started.
+template <class Ex>
+double busy_wake_sample(Ex& ex) {
+  std::this_thread::sleep_for(wake_idle);
+  g_wake.done.store(0, std::memory_order_relaxed);
+  const std::int64_t t0 = now_ns();
+  ex.post_wake([] {
+    g_wake.t1.store(now_ns(), std::memory_order_relaxed);
+    // Release: pairs with the acquire spin below, which then reads t1.
+    g_wake.done.store(1, std::memory_order_release);
+  });
+  while (g_wake.done.load(std::memory_order_acquire) == 0) {
+  }
+  return static_cast<double>(g_wake.t1.load(std::memory_order_relaxed) - t0) / 1e3;
+}
+
 // (c) -----------------------------------------------------------------------
 
 struct backlog_sample {
@@ -846,6 +869,7 @@ struct results {
   std::vector<double> wake_us;
   std::vector<double> wake_same_cpu_us;   // task ran on the poster's CPU
   std::vector<double> wake_other_cpu_us;  // task ran on the other CPU
+  std::vector<double> busy_wake_us;       // (g)
   double post_held_ns = 0;                // (a) post cost per task, workers held
   std::vector<double> post_wall_ns;       // (a) timed runs: posting loop, per task
   std::vector<double> post_cpu_ns;        // (a) timed runs: main's CPU in it, per task
@@ -974,6 +998,25 @@ int main() {
               wake_cpu_us[0] < 0 ? "n/a" : fixed(wake_cpu_us[0], 2).c_str(),
               wake_cpu_us[1] < 0 ? "n/a" : fixed(wake_cpu_us[1], 2).c_str(),
               wake_cpu_us[2] < 0 ? "n/a" : fixed(wake_cpu_us[2], 2).c_str());
+
+  // (g) ---------------------------------------------------------------------
+  const urt::worker_stats before_busy = urt_ex.totals();
+  for (int i = 0; i < busy_wake_samples; ++i) {
+    ru.busy_wake_us.push_back(busy_wake_sample(urt_ex));
+    ra.busy_wake_us.push_back(busy_wake_sample(asio_ex));
+    rt.busy_wake_us.push_back(busy_wake_sample(tbb_ex));
+  }
+  const urt::worker_stats after_busy = urt_ex.totals();
+  std::printf("(g) idle wake, the posting thread busy after the post (it spins until the task "
+              "starts), %d samples after %lld ms idle, us: p50 / p99 / max; urt's spawner "
+              "yielded its CPU to the worker it woke %llu times\n",
+              busy_wake_samples, static_cast<long long>(wake_idle.count()),
+              static_cast<unsigned long long>(after_busy.wake_yields - before_busy.wake_yields));
+  for (const auto& [name, res] :
+       {std::pair{"urt", &ru}, std::pair{"asio", &ra}, std::pair{"oneTBB", &rt}}) {
+    std::printf("    %-7s %8.2f / %8.2f / %8.2f\n", name, percentile(res->busy_wake_us, 50),
+                percentile(res->busy_wake_us, 99), max_of(res->busy_wake_us));
+  }
 
   // (c) ---------------------------------------------------------------------
   const bool main_fifo = set_main_fifo(main_fifo_priority);
@@ -1109,6 +1152,10 @@ int main() {
   row("idle wake p50 (us)", w50_u, w50_a, w50_t, 2);
   row("idle wake p99 (us)", percentile(ru.wake_us, 99), percentile(ra.wake_us, 99),
       percentile(rt.wake_us, 99), 2);
+  row("busy wake p99 (us)", percentile(ru.busy_wake_us, 99), percentile(ra.busy_wake_us, 99),
+      percentile(rt.busy_wake_us, 99), 2);
+  row("busy wake max (us)", max_of(ru.busy_wake_us), max_of(ra.busy_wake_us),
+      max_of(rt.busy_wake_us), 2);
   row("urgent behind 10k p50 (us)", u50_u, u50_a, u50_t, 2);
   row("urgent behind 10k max (us)", max_of(ru.urgent_us), max_of(ra.urgent_us),
       max_of(rt.urgent_us), 2);
@@ -1121,6 +1168,14 @@ int main() {
               "vs %.2f)\n",
               yes_no(w50_u <= std::min(w50_a, w50_t) && w99_u <= w99_best), w50_u,
               std::min(w50_a, w50_t), w99_u, w99_best);
+  const double bw99_u = percentile(ru.busy_wake_us, 99);
+  const double bw99_best =
+      std::min(percentile(ra.busy_wake_us, 99), percentile(rt.busy_wake_us, 99));
+  const double bwmax_best = std::min(max_of(ra.busy_wake_us), max_of(rt.busy_wake_us));
+  std::printf("busy wake: urt p99 and max no worse than the best peer: %s (p99 %.2f vs %.2f, max "
+              "%.2f vs %.2f)\n",
+              yes_no(bw99_u <= bw99_best && max_of(ru.busy_wake_us) <= bwmax_best), bw99_u,
+              bw99_best, max_of(ru.busy_wake_us), bwmax_best);
   std::printf("urgent-behind-10k p50 no worse than oneTBB high-priority arena: %s\n",
               yes_no(u50_u <= u50_t));
   std::printf("urgent-behind-10k p50 at least 1000x better than asio: %s\n",

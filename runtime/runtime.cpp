@@ -414,6 +414,17 @@ void runtime::executor_work(unsigned w, int delta) const noexcept {
   impl_->workers[w]->count_io_work(delta);
 }
 
+namespace {
+
+// Whether the calling thread is in the kernel's fair class (SCHED_OTHER),
+// as it was at its first spawn that woke a worker.
+bool caller_is_fair() noexcept {
+  thread_local const bool fair = ::sched_getscheduler(0) == SCHED_OTHER;
+  return fair;
+}
+
+}  // namespace
+
 void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
   worker& w = *impl_->workers[ticket.target_];
   if (ticket.local_) {
@@ -439,8 +450,7 @@ void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
     if (worker* self = worker::current_in(impl_.get())) {
       self->count_doorbell_sent();
     } else if (fifo_now && impl_->options.policy == worker_policy::other &&
-               impl_->place->on_callers_cpu(ticket.target_) &&
-               ::sched_getscheduler(0) == SCHED_OTHER) {
+               impl_->place->on_callers_cpu(ticket.target_) && caller_is_fair()) {
       // An outside thread woke the worker of its own CPU for a FIFO-class
       // task. The kernel would preempt a SCHED_OTHER waker for a woken
       // SCHED_FIFO task; here both threads are SCHED_OTHER, and the OS
@@ -449,7 +459,9 @@ void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
       // ms here, measured in bench/README). So the waker yields: the task
       // starts now, and the waker gets its CPU back when the worker idles.
       // A SCHED_FIFO or SCHED_RR waker is not asked to: its yield would
-      // hand the CPU to its own priority's threads, not to the worker.
+      // hand the CPU to its own priority's threads, not to the worker
+      // (read once per thread: a system call each time cost the wake-up
+      // half a microsecond).
       w.count_wake_yield();
       ::sched_yield();
     }
