@@ -19,8 +19,8 @@ struct runtime_workers {
 }  // namespace
 
 placement::placement(const cpupri& prio, std::span<const std::unique_ptr<worker>> workers,
-                     const urt::topology& topo, worker_binding binding)
-    : prio_(prio), workers_(workers) {
+                     const urt::topology& topo, worker_binding binding, worker_policy policy)
+    : prio_(prio), workers_(workers), fair_workers_(policy == worker_policy::other) {
   if (!topo.is_this_system() || binding != worker_binding::pu) return;
   for (const worker_place& p : topo.workers()) {
     if (p.pu >= worker_of_pu_.size()) worker_of_pu_.resize(p.pu + 1, cpupri::none);
@@ -42,11 +42,11 @@ unsigned placement::place(priority_t priority, const worker_set* affinity, const
                   self != nullptr ? self->id() : cpupri::none, cpu, rotation, continuation_of);
 }
 
-bool placement::on_callers_cpu(unsigned w) const noexcept {
-  if (worker_of_pu_.empty()) return false;
-  const int cpu = ::sched_getcpu();
-  return cpu >= 0 && static_cast<std::size_t>(cpu) < worker_of_pu_.size() &&
-         worker_of_pu_[static_cast<std::size_t>(cpu)] == w;
+bool placement::caller_yields_to(unsigned w) const noexcept {
+  if (!fair_workers_ || worker_of_pu_.empty()) return false;
+  if (worker_of_cpu(worker_of_pu_, ::sched_getcpu()) != w) return false;
+  thread_local const bool fair_caller = ::sched_getscheduler(0) == SCHED_OTHER;
+  return fair_caller;
 }
 
 }  // namespace urt::detail

@@ -29,6 +29,15 @@ struct placement_rotation {
   unsigned remote = 0;  // the first worker of the least-loaded scan
 };
 
+/// The worker bound to CPU `cpu` in `worker_of_pu` (a PU OS index -> worker
+/// map, empty off a real system), or cpupri::none (no such CPU, or -1).
+[[nodiscard]] inline unsigned worker_of_cpu(std::span<const unsigned> worker_of_pu,
+                                            int cpu) noexcept {
+  return cpu >= 0 && static_cast<std::size_t>(cpu) < worker_of_pu.size()
+             ? worker_of_pu[static_cast<std::size_t>(cpu)]
+             : cpupri::none;
+}
+
 /// For place_on()'s `continuation_of`: the spawn is not a continuation.
 inline constexpr priority_t no_continuation = -1;
 
@@ -89,11 +98,8 @@ unsigned place_on(const cpupri& prio, const Workers& workers,
   if (self_allowed && prio.level(self) < priority) return self;
   // The caller's worker; for an outside thread, the worker on its CPU.
   unsigned near = self < n ? self : cpupri::none;
-  unsigned mine = cpupri::none;
-  if (self >= n && caller_cpu >= 0 && static_cast<std::size_t>(caller_cpu) < worker_of_pu.size()) {
-    mine = worker_of_pu[static_cast<std::size_t>(caller_cpu)];
-    if (mine != cpupri::none && mine < n && workers.asleep(mine)) near = mine;
-  }
+  const unsigned mine = self >= n ? worker_of_cpu(worker_of_pu, caller_cpu) : cpupri::none;
+  if (mine != cpupri::none && mine < n && workers.asleep(mine)) near = mine;
   const unsigned found = prio.find(priority, affinity, near, cpupri::none, rot.find);
   ++rot.find;
   if (found != cpupri::none) {
@@ -147,7 +153,7 @@ class placement {
   /// can prefer the worker on its CPU (a worker bound more widely may be
   /// anywhere: no such preference).
   placement(const cpupri& prio, std::span<const std::unique_ptr<worker>> workers,
-            const urt::topology& topo, worker_binding binding);
+            const urt::topology& topo, worker_binding binding, worker_policy policy);
 
   /// The worker to queue a task of `spec` on; `self` is the spawning task's
   /// worker, or nullptr for an outside thread.
@@ -158,9 +164,21 @@ class placement {
   [[nodiscard]] unsigned place(priority_t priority, const worker_set* affinity,
                                const worker* self,
                                priority_t continuation_of = no_continuation) const noexcept;
-  /// Whether the calling thread runs on worker w's own PU now (a real
-  /// system with workers bound to their PUs; false otherwise).
-  [[nodiscard]] bool on_callers_cpu(unsigned w) const noexcept;
+  /// An outside thread whose spawn of a task at 1..99 (not timed) has just
+  /// woken worker w: whether it should yield its CPU to w. Yes when w is
+  /// bound to the caller's CPU now (a real system under binding pu: the
+  /// worker the wake-affine choice above prefers while it sleeps), the
+  /// workers are SCHED_OTHER and so is the caller. The kernel would preempt
+  /// a SCHED_OTHER waker for a woken SCHED_FIFO task; here both threads are
+  /// SCHED_OTHER, and the OS lets the waker run on in about two wake-ups of
+  /// three, the worker waiting until the waker blocks or its slice ends (up
+  /// to a tick, 4 ms here; bench/README.md). Yielding, the caller lets the
+  /// task start now and gets its CPU back when the worker idles. A
+  /// SCHED_FIFO or SCHED_RR caller is not asked to: its yield would hand
+  /// the CPU to its own priority's threads, not to the worker. The caller's
+  /// policy is read once per thread (a system call each time cost the
+  /// wake-up half a microsecond).
+  [[nodiscard]] bool caller_yields_to(unsigned w) const noexcept;
 
  private:
   const cpupri& prio_;
@@ -168,6 +186,7 @@ class placement {
   // PU OS index -> worker id (cpupri::none if no worker), on a real system
   // only: the worker an outside thread shares its CPU with.
   std::vector<unsigned> worker_of_pu_;
+  const bool fair_workers_;  // worker_policy::other
 };
 
 }  // namespace urt::detail

@@ -181,7 +181,8 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
     workers.push_back(std::make_unique<worker>(shared, id));
     queues[id] = &workers.back()->queue();
   }
-  place = std::make_unique<detail::placement>(*prio_map, workers, topo, options.binding);
+  place = std::make_unique<detail::placement>(*prio_map, workers, topo, options.binding,
+                                              options.policy);
   detail::startup st(static_cast<std::ptrdiff_t>(n));
   for (std::size_t i = 0; i < n; ++i) {
     try {
@@ -414,17 +415,6 @@ void runtime::executor_work(unsigned w, int delta) const noexcept {
   impl_->workers[w]->count_io_work(delta);
 }
 
-namespace {
-
-// Whether the calling thread is in the kernel's fair class (SCHED_OTHER),
-// as it was at its first spawn that woke a worker.
-bool caller_is_fair() noexcept {
-  thread_local const bool fair = ::sched_getscheduler(0) == SCHED_OTHER;
-  return fair;
-}
-
-}  // namespace
-
 void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
   worker& w = *impl_->workers[ticket.target_];
   if (ticket.local_) {
@@ -449,19 +439,9 @@ void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
     // counted only where they are received.
     if (worker* self = worker::current_in(impl_.get())) {
       self->count_doorbell_sent();
-    } else if (fifo_now && impl_->options.policy == worker_policy::other &&
-               impl_->place->on_callers_cpu(ticket.target_) && caller_is_fair()) {
-      // An outside thread woke the worker of its own CPU for a FIFO-class
-      // task. The kernel would preempt a SCHED_OTHER waker for a woken
-      // SCHED_FIFO task; here both threads are SCHED_OTHER, and the OS
-      // lets the waker run on in about two wake-ups of three, the worker
-      // waiting until the waker blocks or its slice ends (up to a tick, 4
-      // ms here, measured in bench/README). So the waker yields: the task
-      // starts now, and the waker gets its CPU back when the worker idles.
-      // A SCHED_FIFO or SCHED_RR waker is not asked to: its yield would
-      // hand the CPU to its own priority's threads, not to the worker
-      // (read once per thread: a system call each time cost the wake-up
-      // half a microsecond).
+    } else if (fifo_now && impl_->place->caller_yields_to(ticket.target_)) {
+      // The outside caller woke its own CPU's worker for a FIFO-class task:
+      // it hands that CPU over (placement.hpp).
       w.count_wake_yield();
       ::sched_yield();
     }

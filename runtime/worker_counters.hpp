@@ -3,8 +3,9 @@
 //
 // Concurrency: every counter has one writer, named beside it, except
 // accepted_remote and wake_yields (any spawning thread, read-modify-write).
-// Single writers bump with a load and a store, no read-modify-write. bump_relaxed() is for pure
-// statistics: a reader may see a stale value and nothing depends on it.
+// Single writers bump with a load and a store, no read-modify-write.
+// bump_relaxed() is for pure statistics: a reader may see a stale value and
+// nothing depends on it.
 // bump_release() is for the counters a reader acquires to learn that a
 // task's effects are visible (completed, cancelled, accepted_local: see
 // worker::finished_acquire() and runtime.cpp's wait_quiescent()). Lines are
