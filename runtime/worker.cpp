@@ -87,6 +87,10 @@ void worker::main(startup& st) {
   const io_lease::exclusive hold(io_poll_.lease());  // a rescuer may still look in
   work_.reset();
   io_.poll();  // completes the cancelled wait so its handler memory is freed
+  // Destroys what is still pending (a coroutine suspended on a timer or a
+  // socket, a handler never completed) here, as a worker outside a task:
+  // see io_context_t.
+  io_.shutdown();
   current.self = nullptr;
   current.owner = nullptr;
 }

@@ -238,18 +238,33 @@ class worker {
 
   worker_counters counters_;
 
+  // An io_context whose services its owner shuts down itself, on its own
+  // thread, as it exits (main()): the handlers still pending are destroyed
+  // there, while the runtime is whole. Asio destroys a suspended
+  // coroutine's frame by posting to its executor, a urt::executor; from a
+  // worker outside a task after stop() began, that post destroys the
+  // callable unrun (runtime::executor_spawn). Left to io_context's
+  // destructor, it ran on the thread destroying the runtime, with part of
+  // the runtime already gone. Shutting down twice is what Asio's own
+  // destructors do; I/O objects that outlive it still close cleanly.
+  class io_context_t : public asio::io_context {
+   public:
+    using asio::io_context::io_context;
+    using asio::execution_context::shutdown;
+  };
+
   // Owner-only state.
   // Declared before io_, so that it outlives it: an operation still pending
-  // when the worker goes is destroyed with io_, and its tracked executor
-  // then counts itself out here (work_finished). It only keeps a reference
-  // to io_ until then.
+  // when the worker goes is destroyed at its shutdown, and its tracked
+  // executor then counts itself out here (work_finished). It only keeps a
+  // reference to io_ until then.
   io_poller io_poll_;
   // Run by this worker's thread and, while it is stuck, by idle workers
   // rescuing it, through its lease (io_rescue.hpp); hint 1 (mostly one
   // thread). Asio's locking stays on:
   // sockets and timers made with this worker's executors may be created,
   // started and closed from any thread (urt/executor.hpp).
-  asio::io_context io_{1};
+  io_context_t io_{1};
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   parker parker_;
   balancer balancer_;

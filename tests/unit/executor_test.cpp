@@ -15,6 +15,7 @@
 #include <asio/detached.hpp>
 #include <asio/dispatch.hpp>
 #include <asio/read.hpp>
+#include <asio/redirect_error.hpp>
 #include <asio/use_future.hpp>
 #include <asio/write.hpp>
 #include <doctest/doctest.h>
@@ -479,6 +480,77 @@ TEST_CASE("executor: bad inputs get clear errors") {
   CHECK_THROWS_AS(asio::post(ex, [] {}), urt::runtime_stopped);
   CHECK_THROWS_WITH_AS((void)rt.executor(), "runtime::executor: the runtime is stopping or stopped",
                        urt::runtime_stopped);
+}
+
+namespace {
+// Counts its destruction: lives in a coroutine's frame.
+struct frame_witness {
+  std::atomic<int>* destroyed;
+  explicit frame_witness(std::atomic<int>& d) : destroyed(&d) {}
+  frame_witness(const frame_witness&) = delete;
+  frame_witness& operator=(const frame_witness&) = delete;
+  ~frame_witness() { destroyed->fetch_add(1); }
+};
+
+urt::awaitable<void> wait_on_timer(std::atomic<int>& destroyed, std::atomic<int>& resumed,
+                                   std::atomic<int>& started) {
+  const frame_witness witness(destroyed);
+  started.fetch_add(1);
+  urt::net::steady_timer t(co_await asio::this_coro::executor);
+  t.expires_after(1h);
+  std::error_code ec;
+  co_await t.async_wait(asio::redirect_error(urt::use_awaitable, ec));
+  resumed.fetch_add(1);
+}
+
+urt::awaitable<void> wait_on_read(urt::net::tcp_socket& s, std::atomic<int>& destroyed,
+                                  std::atomic<int>& resumed, std::atomic<int>& started) {
+  const frame_witness witness(destroyed);
+  started.fetch_add(1);
+  char buf[8];
+  std::error_code ec;
+  co_await s.async_read_some(asio::buffer(buf), asio::redirect_error(urt::use_awaitable, ec));
+  resumed.fetch_add(1);
+}
+}  // namespace
+
+TEST_CASE("executor: coroutines suspended on I/O when the runtime stops are destroyed by stop()") {
+  // Their frames are pending handlers of the workers' io_contexts; Asio
+  // destroys a coroutine frame by posting to its executor. That must not
+  // reach a runtime that is being destroyed (a use-after-free of its
+  // placement once), nor be left for the destructor: stop() returns with
+  // every frame gone, unresumed, and a future waiting on one is settled.
+  for (const urt::stop_mode mode : {urt::stop_mode::drain, urt::stop_mode::cancel}) {
+    CAPTURE(static_cast<int>(mode));
+    std::atomic<int> destroyed{0};
+    std::atomic<int> resumed{0};
+    std::atomic<int> started{0};
+    std::future<void> settled;
+    {
+      urt::runtime rt(urt_test::synthetic_workers(2));
+      const urt::executor ex = rt.executor({.priority = 50});
+      urt::net::tcp_acceptor acceptor(
+          ex, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+      asio::io_context client_io;
+      asio::ip::tcp::socket client(client_io);
+      client.connect(acceptor.local_endpoint());
+      urt::net::tcp_socket server = acceptor.accept();
+      asio::co_spawn(ex, wait_on_timer(destroyed, resumed, started), asio::detached);
+      asio::co_spawn(ex, wait_on_read(server, destroyed, resumed, started), asio::detached);
+      settled = asio::co_spawn(ex, wait_on_timer(destroyed, resumed, started), asio::use_future);
+      // Let them reach their waits (stop() would also wait for a coroutine
+      // still running up to its first suspension).
+      while (started.load() < 3) std::this_thread::yield();
+      std::this_thread::sleep_for(20ms);
+      CHECK(destroyed.load() == 0);
+      rt.stop(mode);
+      CHECK(destroyed.load() == 3);
+      CHECK(settled.wait_for(0s) == std::future_status::ready);
+    }
+    CHECK(destroyed.load() == 3);
+    CHECK(resumed.load() == 0);
+    CHECK_THROWS(settled.get());  // destroyed unrun: a broken promise
+  }
 }
 
 TEST_CASE("executor: a pending operation at stop() is destroyed unrun, and nothing leaks") {
