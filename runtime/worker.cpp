@@ -254,6 +254,14 @@ void worker::close() noexcept {
 
 void worker::enqueue(task_node* node) noexcept {
   if (node->timed) {
+    if (series_ended_ && node->series() != nullptr) {
+      // A series made by a task still running when stop() began, reaching
+      // this worker after it ended its series: it ends as it arrives, as
+      // end_periodic_series() would have ended it.
+      discard_unlocked(node, shared_.state.load(std::memory_order_relaxed) ==
+                                 run_state::cancelling);
+      return;
+    }
     timers_.push(node);
   } else {
     q_.enqueue(node, id_);

@@ -275,6 +275,39 @@ TEST_CASE("timer: stop(drain) ends a periodic series and cancel() ends it early"
   CHECK(total.cancelled == 0);
 }
 
+TEST_CASE("timer: a series a draining task creates on a worker that already ended its series ends too") {
+  // stop(drain) ends every periodic series: each worker drops its series
+  // once it sees the stop. One created later by a task still running, on
+  // another worker that has already looked, reaches that worker through its
+  // inbox and must end as it arrives, not wait for its first release.
+  urt::runtime_options o = urt_test::synthetic_workers(2);
+  o.idle_spin = 0ns;  // a worker that saw the stop parks again at once
+  urt::runtime rt(o);
+  const auto parks_of_1 = [&rt] { return rt.stats().workers[1].parks; };
+  std::atomic<bool> in_task{false};
+  std::atomic<bool> stopping{false};
+  std::atomic<int> runs{0};
+  std::atomic<std::uint64_t> parks_before{0};
+  rt.spawn({.priority = 50, .affinity = urt::worker_set{0}}, [&] {
+    in_task.store(true);
+    while (!stopping.load()) std::this_thread::yield();
+    // Worker 1 was rung by stop() and has taken it in once it parks again.
+    while (parks_of_1() <= parks_before.load()) std::this_thread::yield();
+    const urt::periodic_task series =
+        rt.every(1ms, {.priority = 10, .affinity = urt::worker_set{1}}, [&] { runs.fetch_add(1); },
+                 urt::clock::now() + 30s);
+  });
+  while (!in_task.load() || parks_of_1() == 0) std::this_thread::yield();
+  parks_before.store(parks_of_1());
+  std::thread stopper([&] { CHECK(rt.stop() == 0); });
+  stopping.store(true);
+  stopper.join();
+  CHECK(runs.load() == 0);  // ended unrun, not run at its first release
+  const auto total = rt.stats().total();
+  CHECK(total.accepted == 2);
+  CHECK(total.completed == 2);
+}
+
 TEST_CASE("timer: bad periods, timer_spin and timer_wake are rejected, naming the field") {
   urt::runtime rt(one_worker());
   int untouched = 0;
