@@ -6,8 +6,6 @@
 
 #include <urcu/urcu-qsbr.h>
 
-#include <pthread.h>
-
 #include <cerrno>
 #include <cstddef>
 #include <new>
@@ -80,20 +78,27 @@ bandwidth_table::bandwidth_table(const bandwidth_options& initial) {
   first->value.groups.push_back({"default", std::nullopt});
   current_.store(&first->value, std::memory_order_relaxed);
   {
-    // The call_rcu thread inherits this thread's signal mask: block them
-    // all while it is created, so that it never takes the application's
-    // signals (signal_mask.hpp).
+    // Retired blocks go to the process's default call_rcu thread, made
+    // here if it does not exist yet, so that it is never made lazily by a
+    // worker's call_rcu (it would inherit the worker's CPU and policy). It
+    // inherits this thread's signal mask: block them all while it may be
+    // created, so that it never takes the application's signals
+    // (signal_mask.hpp). liburcu makes it without URCU_CALL_RCU_RT (which
+    // polls every 10 ms for ever, 100 wake-ups a second of an idle
+    // runtime): it sleeps on a futex while it has nothing to free; a
+    // call_rcu() that finds it asleep wakes it (a system call), and once
+    // woken it batches for 10 ms before it may sleep again, so callers make
+    // at most about 100 such calls a second. The callers are
+    // set_bandwidth(), make_group() and tasks retiring their own RCU data
+    // (urt-kv's store), none on a worker's scheduling path.
+    //
+    // Not a call_rcu thread of the runtime's own: ending one at
+    // destruction means waiting for its callbacks, each a grace period of
+    // the process's one QSBR domain, and so for every task running in every
+    // other runtime (a task of another runtime waiting for this one's end
+    // deadlocked). The destructor waits for no grace period.
     const scoped_signal_block masked(all_signals());
-    // Not URCU_CALL_RCU_RT: that thread polls every 10 ms for ever, 100
-    // wake-ups a second of an idle runtime, each one a thread that may
-    // take a worker's CPU for its turn. Without it the thread sleeps on a
-    // futex while it has nothing to free; a call_rcu() that finds it
-    // asleep wakes it (a system call), and once woken it batches for 10 ms
-    // before it may sleep again, so callers make at most about 100 such
-    // calls a second. The callers are set_bandwidth(), make_group() and
-    // tasks retiring their own RCU data (urt-kv's store), none on a
-    // worker's scheduling path.
-    reclaimer_ = urcu_qsbr_create_call_rcu_data(0, -1);
+    reclaimer_ = urcu_qsbr_get_default_call_rcu_data();
   }
   if (reclaimer_ == nullptr) {
     delete first;
@@ -103,12 +108,10 @@ bandwidth_table::bandwidth_table(const bandwidth_options& initial) {
 }
 
 bandwidth_table::~bandwidth_table() {
-  urcu_qsbr_barrier();  // every retired block is freed
-  // call_rcu_data_free() stops the thread but leaves it joinable: join it,
-  // or each runtime would leak a thread's stack.
-  const pthread_t thread = urcu_qsbr_get_call_rcu_thread(reclaimer_);
-  urcu_qsbr_call_rcu_data_free(reclaimer_);
-  pthread_join(thread, nullptr);
+  // The workers, the only readers of these blocks, have exited: the
+  // current block is freed now. Blocks retired earlier are freed by the
+  // call_rcu thread after their grace periods; their callback touches
+  // nothing but the block.
   delete node_of(current_.load(std::memory_order_relaxed));
 }
 
@@ -136,8 +139,8 @@ void bandwidth_table::inspect(function_ref<void(const block&)> look) const {
 }
 
 void bandwidth_table::retire(const block* old) noexcept {
-  // Route the callback to this runtime's call_rcu thread, not to a default
-  // one the calling thread would create lazily with its own policy.
+  // Route the callback to the call_rcu thread made in the constructor, not
+  // to one the calling thread would create lazily with its own policy.
   ::call_rcu_data* previous = urcu_qsbr_get_thread_call_rcu_data();
   urcu_qsbr_set_thread_call_rcu_data(reclaimer_);
   urcu_qsbr_call_rcu(&node_of(old)->head, free_node);

@@ -4,11 +4,13 @@
 // A parameter block is immutable once published. A writer (set_bandwidth,
 // any thread; writers are serialised by a mutex) builds a new block,
 // publishes it with one pointer exchange and retires the old one with
-// call_rcu on the runtime's own call_rcu thread, which frees it after a
-// grace period: once every registered worker has passed a quiescent state
-// (each scheduling point) or been offline (parked). A worker reads the
-// pointer at a scheduling point and uses the block until its next one, so
-// it never sees a torn or freed block.
+// call_rcu on the process's default call_rcu thread, which frees it after a
+// grace period: once every registered thread (every runtime's workers)
+// has passed a quiescent state (each scheduling point) or been offline
+// (parked). A worker reads the pointer at a scheduling point and uses the
+// block until its next one, so it never sees a torn or freed block. The
+// destructor waits for no grace period: only this runtime's workers read
+// its blocks, and they are gone by then.
 //
 // Concurrency:
 //   | may run with ->  | read (worker)   | publish (writer)                |
@@ -41,13 +43,15 @@ class bandwidth_table {
   /// One published set of parameters.
   struct block;
 
-  /// Publishes `initial` (validated) and creates the call_rcu thread that
-  /// frees retired blocks (std::system_error when it cannot be created).
-  /// Call from the thread that builds the runtime: the helper thread is
-  /// created with every signal blocked.
+  /// Publishes `initial` (validated) and makes sure the process's default
+  /// call_rcu thread, which frees retired blocks, exists
+  /// (std::system_error when it cannot be created). Call from the thread
+  /// that builds the runtime: the helper thread is created with every
+  /// signal blocked, and it inherits that thread's CPUs and policy.
   explicit bandwidth_table(const bandwidth_options& initial);
-  /// Waits for every retired block to be freed (rcu_barrier), then frees
-  /// the current one. Only once no worker reads any more.
+  /// Frees the current block; blocks retired earlier are freed by the
+  /// call_rcu thread after their grace periods. Only once no worker reads
+  /// any more. Waits for no grace period, so for no task of any runtime.
   ~bandwidth_table();
   bandwidth_table(const bandwidth_table&) = delete;
   bandwidth_table& operator=(const bandwidth_table&) = delete;
@@ -67,7 +71,7 @@ class bandwidth_table {
   [[nodiscard]] const block* read() const noexcept { return current_.load(std::memory_order_acquire); }
 
   /// For a worker's own thread: routes its call_rcu callbacks (if any) to
-  /// this runtime's call_rcu thread.
+  /// that call_rcu thread (a worker never makes one lazily).
   void adopt_call_rcu_thread() const noexcept;
 
  private:

@@ -796,8 +796,50 @@ TEST_CASE("runtime: an idle runtime has no thread awake: none of its threads swi
     // polls (a timer, a periodic check) is switched at every wake-up.
     CHECK(idle_to.at(tid) == count);
   }
-  CHECK(runtime_threads >= 3);  // two workers and the call_rcu thread
+  // The two workers, and the process's call_rcu thread if this runtime
+  // started it (bandwidth_table.hpp).
+  CHECK(runtime_threads >= 2);
   rt.stop();
+}
+
+TEST_CASE("runtime: destroying one runtime does not wait for another runtime's running task") {
+  // Every runtime's workers are readers of the process's one QSBR domain,
+  // online while they run a task. Destroying a runtime once waited for a
+  // grace period (rcu_barrier) and so for every task running in every other
+  // runtime: a task of `a` waiting for `b` to be destroyed deadlocked.
+  urt::runtime a(synthetic_workers(1));
+  std::atomic<bool> b_opened{false};  // set once b is destroyed
+  std::atomic<bool> destroyed_while_waiting{false};
+  gate task_running;
+  gate task_done;
+  a.spawn(urt::task_spec{.priority = 10}, [&] {
+    task_running.open();
+    // A bound so that the test ends (and fails) rather than hangs.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < give_up) {
+      if (b_opened.load()) {
+        destroyed_while_waiting.store(true);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    task_done.open();
+  });
+  task_running.wait();
+  {
+    urt::runtime b(synthetic_workers(2));
+    gate ran;
+    b.spawn(urt::task_spec{}, [&] { ran.open(); });
+    ran.wait();
+    // A retired parameter block pending reclamation.
+    b.set_bandwidth(urt::bandwidth_options{.mode = urt::throttle_mode::deferred,
+                                           .runtime = std::chrono::milliseconds(5),
+                                           .period = std::chrono::milliseconds(10)});
+  }
+  b_opened.store(true);
+  task_done.wait();
+  CHECK(destroyed_while_waiting.load());
+  a.stop();
 }
 
 TEST_CASE("runtime: an outside spawn into an idle pool wakes the worker on the caller's CPU") {
