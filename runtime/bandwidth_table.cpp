@@ -130,6 +130,7 @@ void bandwidth_table::update(function_ref<void(block&)> change) {
   // Release: pairs with the acquire load in read(); a reader that sees the
   // new block sees it whole.
   current_.store(&next->value, std::memory_order_release);
+  version_.store(next->value.version, std::memory_order_relaxed);
   retire(old);
 }
 

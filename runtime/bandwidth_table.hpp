@@ -70,6 +70,16 @@ class bandwidth_table {
   /// Acquire: pairs with the release exchange in publish().
   [[nodiscard]] const block* read() const noexcept { return current_.load(std::memory_order_acquire); }
 
+  /// Any thread, the worker even while offline (parking): the version of
+  /// the block published last. A worker on its way to park compares it with
+  /// the version it follows after announcing the park, and update()'s
+  /// caller rings every worker after publishing (the doorbell's Dekker pair,
+  /// doorbell.hpp): a change never leaves a worker asleep on the old block.
+  /// Relaxed: the fences of that pair order it.
+  [[nodiscard]] std::uint64_t version() const noexcept {
+    return version_.load(std::memory_order_relaxed);
+  }
+
   /// For a worker's own thread: routes its call_rcu callbacks (if any) to
   /// that call_rcu thread (a worker never makes one lazily).
   void adopt_call_rcu_thread() const noexcept;
@@ -78,6 +88,7 @@ class bandwidth_table {
   void retire(const block* old) noexcept;
 
   std::atomic<const block*> current_;
+  std::atomic<std::uint64_t> version_{0};  // current_'s version, readable without a grace period
   mutable std::mutex writer_;
   ::call_rcu_data* reclaimer_ = nullptr;
 };

@@ -565,6 +565,7 @@ void runtime::set_bandwidth(group g, std::optional<group_budget> budget) {
   }
   impl_->bandwidth_params->update(
       [&](detail::bandwidth_table::block& b) { b.groups[g.id()].budget = budget; });
+  impl_->ring_all();  // a worker parked on a held group's period looks now
 }
 
 group_stats runtime::stats(group g) const {
@@ -586,6 +587,10 @@ void runtime::set_bandwidth(const bandwidth_options& opts) {
     throw runtime_stopped("runtime::set_bandwidth: the runtime is stopped or stopping");
   }
   impl_->bandwidth_params->update([&](detail::bandwidth_table::block& b) { b.runtime_wide = opts; });
+  // A worker parked until its held FIFO work's period ends looks at the new
+  // block now. The ring's seq_cst fence comes after the update's release
+  // store, and the woken worker's acquire read of the block pairs with it.
+  impl_->ring_all();
 }
 
 std::size_t runtime::cid_space_size(group g, const char* what) const {

@@ -497,7 +497,13 @@ void worker::idle(run_state seen) {
   // work_pending() does not look there, so a poll that ran a handler ends
   // the idle spin by itself. Otherwise the worker parked with the task
   // queued and slept until something else woke it.
-  const auto work = [this] { return poll_io() > 0 || work_pending(); };
+  // New bandwidth parameters (set_bandwidth() rings every worker after
+  // publishing them) end the wait too: a worker holding FIFO work back
+  // until its period ends must look at a lifted budget now.
+  const auto work = [this] {
+    return poll_io() > 0 || work_pending() ||
+           shared_.bandwidth_params->version() != bandwidth_version_;
+  };
   // Acquire: pairs with stop()'s store of the state.
   const auto state_changed = [&] { return shared_.state.load(std::memory_order_acquire) != seen; };
   const auto io_outstanding = [this] { return io_poll_.outstanding() > 0; };

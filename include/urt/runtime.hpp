@@ -138,7 +138,8 @@ class runtime {
   /// Changes every worker's FIFO budget (runtime_options::bandwidth) while
   /// the runtime runs; any thread. Each worker takes it at its next
   /// scheduling point and starts a new period there, so it holds within one
-  /// period. Throws std::invalid_argument naming the bad field and value,
+  /// period; a worker idle until its held FIFO work's period ends is woken
+  /// to take it at once (a lifted budget runs that work now). Throws std::invalid_argument naming the bad field and value,
   /// runtime_stopped once stop() has begun.
   void set_bandwidth(const bandwidth_options& opts);
 

@@ -338,6 +338,49 @@ TEST_CASE("bandwidth_live: set_bandwidth takes effect within one period") {
   CHECK_THROWS_AS(rt.set_bandwidth({}), urt::runtime_stopped);
 }
 
+TEST_CASE("bandwidth_live: lifting a budget wakes a worker that holds FIFO work back") {
+  // A strict budget spent with nothing else to run: the worker parks until
+  // the period ends (here an hour away). Lifting the budget, runtime-wide
+  // or on the group, rings it: the held tasks run now, not at the period's
+  // end.
+  for (const bool group_budget : {false, true}) {
+    CAPTURE(group_budget);
+    urt::runtime_options o = one_worker(urt::throttle_mode::off);
+    if (!group_budget) {
+      o.bandwidth = {.mode = urt::throttle_mode::strict, .runtime = 1ms, .period = 1h};
+    }
+    urt::runtime rt(o);
+    const urt::group g = rt.make_group({.name = "held"});
+    if (group_budget) rt.set_bandwidth(g, urt::group_budget{1ms, 1h});
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 5; ++i) {
+      rt.spawn({.priority = 50, .group = g}, [&] {
+        urt_test::spin_for(2ms);
+        ran.fetch_add(1);
+      });
+    }
+    const auto held = [&] {
+      return group_budget ? rt.stats(g).throttle_events : rt.stats().total().throttle_events;
+    };
+    while (held() == 0) std::this_thread::yield();
+    // Parked for the rest of the hour.
+    while (rt.stats().workers[0].parks == 0) std::this_thread::yield();
+    CHECK(ran.load() < 5);
+    if (group_budget) {
+      rt.set_bandwidth(g, std::nullopt);
+    } else {
+      rt.set_bandwidth({.mode = urt::throttle_mode::off});
+    }
+    // A bound so that the test fails rather than waits the hour.
+    const auto give_up = std::chrono::steady_clock::now() + 60s;
+    while (ran.load() < 5 && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(1ms);
+    }
+    CHECK(ran.load() == 5);
+    rt.stop(urt::stop_mode::cancel);
+  }
+}
+
 TEST_CASE("bandwidth_live: set_bandwidth rejects bad parameters and changes nothing") {
   urt::runtime rt(one_worker(urt::throttle_mode::deferred));
   std::string what;
