@@ -476,6 +476,14 @@ void runtime::check_period(std::chrono::nanoseconds period) {
   }
 }
 
+void runtime::check_start(clock::time_point start) {
+  // As spawn_at's deadline: the first release would never come. stop()
+  // would end the series unrun; a series that can never run is a mistake.
+  if (start == clock::time_point::max()) {
+    throw std::invalid_argument("runtime::every: start time_point::max() never comes");
+  }
+}
+
 void runtime::check_overrun(overrun_policy overrun) {
   if (overrun != overrun_policy::catch_up && overrun != overrun_policy::skip) {
     throw std::invalid_argument("runtime::every: overrun " +

@@ -111,7 +111,8 @@ class runtime {
   /// catch_up runs the missed releases back to back, skip goes on with the
   /// first release not yet past (see overrun_policy). The series is one
   /// accepted task that ends at the handle's cancel() or at stop(). Throws
-  /// std::invalid_argument for a period that is not positive or an unknown
+  /// std::invalid_argument for a period that is not positive, a start of
+  /// time_point::max() (it never comes, as for spawn_at) or an unknown
   /// policy, as spawn() for the rest.
   template <class F>
     requires std::invocable<std::decay_t<F>&> && std::constructible_from<std::decay_t<F>, F&&>
@@ -119,6 +120,7 @@ class runtime {
                       clock::time_point start = clock::now(),
                       overrun_policy overrun = overrun_policy::catch_up) {
     check_period(period);
+    check_start(start);
     check_overrun(overrun);
     auto state = std::make_unique<detail::periodic_state>(overrun);  // before the callable is taken
     spawn_ticket ticket = begin_spawn(spec, "runtime::every");
@@ -252,6 +254,7 @@ class runtime {
                     std::chrono::nanoseconds period, detail::periodic_state* state) noexcept;
   static void check_deadline(clock::time_point deadline);
   static void check_period(std::chrono::nanoseconds period);
+  static void check_start(clock::time_point start);
   static void check_overrun(overrun_policy overrun);
 
   std::unique_ptr<impl> impl_;

@@ -652,6 +652,10 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
           "runtime::spawn_at: deadline time_point::max() never comes (stop(drain) would wait "
           "for it forever)"),
       reject<std::invalid_argument>(
+          "every: start time_point::max()",
+          [&] { (void)rt.every(1ms, urt::task_spec{}, noop, clock::time_point::max()); },
+          "runtime::every: start time_point::max() never comes"),
+      reject<std::invalid_argument>(
           "every: period 0",
           [&] { (void)rt.every(0ns, urt::task_spec{}, noop); },
           "runtime::every: period 0ns is not positive"),

@@ -319,6 +319,8 @@ TEST_CASE("timer: bad periods, timer_spin and timer_wake are rejected, naming th
   CHECK(message_of([&] {
           rt.every(1ms, urt::task_spec{}, fn, urt::clock::now(), static_cast<urt::overrun_policy>(7));
         }) == "runtime::every: overrun 7 is not an overrun_policy");
+  CHECK(message_of([&] { rt.every(1ms, urt::task_spec{}, fn, urt::clock::time_point::max()); }) ==
+        "runtime::every: start time_point::max() never comes");
   CHECK(message_of([&] { rt.spawn_at(urt::clock::now(), urt::task_spec{.priority = 120}, fn); }) ==
         "task_spec.priority: 120 is outside 0..99");
   CHECK(message_of([&] { rt.every(1ms, urt::task_spec{.priority = -3}, fn); }) ==
