@@ -185,7 +185,9 @@ class worker {
   };
   // Under the queue lock, in step(): takes up new parameters, charges the
   // budgets and decides their holds (only where they can change the pick).
-  pick_rule consult_budgets() noexcept;
+  /// `stopping`: stop() has begun; budgets then hold nothing back, so that
+  /// a drain runs what is held now instead of waiting out periods.
+  pick_rule consult_budgets(bool stopping) noexcept;
   // Under the queue lock: the most urgent task the rule allows, unlinked.
   task_node* pick(const pick_rule& rule) noexcept;
   void close() noexcept;

@@ -130,8 +130,10 @@ class runtime {
   }
 
   /// Stops the runtime and joins its workers. drain: runs every accepted
-  /// task first and returns 0; cancel: lets running tasks finish, drops the
-  /// queued ones and returns how many were dropped. A second call returns 0.
+  /// task first and returns 0 (budgets hold nothing back once the stop
+  /// began: FIFO work a budget holds runs at once); cancel: lets running
+  /// tasks finish, drops the queued ones and returns how many were dropped.
+  /// A second call returns 0.
   /// Throws std::invalid_argument, before stopping anything, for a `mode`
   /// that is not a stop_mode, and std::logic_error when called from inside
   /// one of its tasks.
