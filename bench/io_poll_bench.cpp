@@ -271,10 +271,13 @@ int main() {
     std::mt19937 rng(12345);
     std::vector<figures> by_interval(intervals.size());
     for (int r = 0; r < rounds; ++r) {
-      for (std::size_t i = 0; i < intervals.size(); ++i) one_round(intervals[i], by_interval[i], rng);
+      for (std::size_t i = 0; i < intervals.size(); ++i) {
+        one_round(intervals[i], by_interval[i], rng);
+      }
     }
-    std::printf("urt-io-poll-bench: one worker on CPU 0, the client on CPU 1; medians of %d rounds\n",
-                rounds);
+    std::printf(
+        "urt-io-poll-bench: one worker on CPU 0, the client on CPU 1; medians of %d rounds\n",
+        rounds);
     std::printf("(a) a chain of %llu empty tasks at priority %d, ns per task: no socket / a read "
                 "pending, and the difference; the worker's polls per task\n",
                 static_cast<unsigned long long>(chain_tasks), bulk_priority);

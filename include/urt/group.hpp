@@ -35,7 +35,8 @@ struct group_options {
 /// A handle to a task group of one runtime: a small value, cheap to copy.
 /// The default-constructed group is every runtime's default group (id 0),
 /// which has no budget of its own unless set_bandwidth(group{}, budget)
-/// gives it one (it then limits the tasks of no other group). task_spec::group puts a task in a group.
+/// gives it one (it then limits the tasks of no other group).
+/// task_spec::group puts a task in a group.
 class group {
  public:
   constexpr group() noexcept = default;

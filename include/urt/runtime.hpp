@@ -143,8 +143,9 @@ class runtime {
   /// the runtime runs; any thread. Each worker takes it at its next
   /// scheduling point and starts a new period there, so it holds within one
   /// period; a worker idle until its held FIFO work's period ends is woken
-  /// to take it at once (a lifted budget runs that work now). Throws std::invalid_argument naming the bad field and value,
-  /// runtime_stopped once stop() has begun.
+  /// to take it at once (a lifted budget runs that work now). Throws
+  /// std::invalid_argument naming the bad field and value, runtime_stopped
+  /// once stop() has begun.
   void set_bandwidth(const bandwidth_options& opts);
 
   /// A new task group, with its own FIFO budget per worker when
