@@ -9,7 +9,8 @@
 // (the server's loop always progresses); a complete request has 1 to
 // max_args words, each within max_request bytes; an incomplete stream
 // never needs more than max_request buffered bytes before the parser
-// decides; an error always has a message. Then glob_match on the input
+// decides; an error always has a message; a parse resumed across reads
+// gives what a fresh parser gives on the same bytes. Then glob_match on the input
 // split in two (pattern, key) must finish (it has no recursion) and agree
 // with itself.
 #include <algorithm>
@@ -53,6 +54,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const std::string_view pending = stream.substr(begin, received - begin);
       const kv::parse_result r = parser.parse(pending, args);
       if (r.consumed > pending.size()) fail("consumed more than it was given");
+      // Resuming a request begun in earlier reads decides as a parser that
+      // sees all of it at once.
+      kv::request_parser fresh(limits);
+      std::vector<std::string_view> fresh_args;
+      const kv::parse_result f = fresh.parse(pending, fresh_args);
+      if (f.status != r.status || f.consumed != r.consumed || f.fatal != r.fatal ||
+          f.error != r.error || fresh_args != args) {
+        fail("a resumed parse differs from a fresh one");
+      }
       if (r.status == kv::parse_status::incomplete) {
         if (!args.empty()) fail("incomplete with words");
         if (pending.size() > limits.max_request + 64 && received == stream.size()) {

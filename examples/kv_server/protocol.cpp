@@ -1,5 +1,6 @@
 #include "protocol.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 
@@ -79,10 +80,26 @@ bool equals_nocase(std::string_view a, std::string_view b) noexcept {
   return true;
 }
 
+void request_parser::forget_partial() noexcept {
+  mb_count_ = 0;
+  mb_next_ = 0;
+  mb_words_.clear();
+  inline_searched_ = 0;
+  partial_seen_ = 0;
+}
+
 parse_result request_parser::parse(std::string_view data, std::vector<std::string_view>& args) {
   args.clear();
+  // Progress kept from the last call is for a longer view of the same
+  // request (see the class comment); a shorter one is another request.
+  if (data.size() < partial_seen_) forget_partial();
   if (data.empty()) return {};
   parse_result r = data.front() == '*' ? parse_multibulk(data, args) : parse_inline(data, args);
+  if (r.status == parse_status::incomplete) {
+    partial_seen_ = data.size();
+  } else {
+    forget_partial();
+  }
   if (r.status != parse_status::complete) args.clear();  // words of a partial request: none
   return r;
 }
@@ -91,18 +108,25 @@ parse_result request_parser::parse_multibulk(std::string_view data,
                                              std::vector<std::string_view>& args) {
   std::string_view digits;
   std::size_t pos = 0;
-  switch (count_line(data, 0, digits, pos)) {
-    case line_status::incomplete: return {};
-    case line_status::too_long: return fatal_error("Protocol error: too big mbulk count string");
-    case line_status::bad_end: return fatal_error("Protocol error: invalid multibulk length");
-    case line_status::ok: break;
+  std::int64_t n = mb_count_;
+  if (n == 0) {
+    switch (count_line(data, 0, digits, pos)) {
+      case line_status::incomplete: return {};
+      case line_status::too_long: return fatal_error("Protocol error: too big mbulk count string");
+      case line_status::bad_end: return fatal_error("Protocol error: invalid multibulk length");
+      case line_status::ok: break;
+    }
+    if (!parse_int64(digits, n) || n > static_cast<std::int64_t>(limits_.max_args)) {
+      return fatal_error("Protocol error: invalid multibulk length");
+    }
+    if (n <= 0) return found(parse_status::empty, pos);  // Redis skips *0 and *-1
+    scanned_ += pos;
+    mb_count_ = n;
+    mb_next_ = pos;
   }
-  std::int64_t n = 0;
-  if (!parse_int64(digits, n) || n > static_cast<std::int64_t>(limits_.max_args)) {
-    return fatal_error("Protocol error: invalid multibulk length");
-  }
-  if (n <= 0) return found(parse_status::empty, pos);  // Redis skips *0 and *-1
-  for (std::int64_t i = 0; i < n; ++i) {
+  // Resume after the words already whole.
+  pos = mb_next_;
+  for (auto i = static_cast<std::int64_t>(mb_words_.size()); i < n; ++i) {
     if (pos == data.size()) return {};
     if (data[pos] != '$') {
       return fatal_error("Protocol error: expected '$', got '" + printable(data[pos]) + "'");
@@ -129,17 +153,25 @@ parse_result request_parser::parse_multibulk(std::string_view data,
       return fatal_error("Protocol error: expected CRLF after a bulk string of " +
                          std::to_string(len) + " bytes");
     }
-    args.push_back(data.substr(body, static_cast<std::size_t>(len)));
+    mb_words_.emplace_back(body, static_cast<std::size_t>(len));
+    scanned_ += end + 2 - pos;
     pos = end + 2;
+    mb_next_ = pos;
   }
+  args.reserve(mb_words_.size());
+  for (const auto& [offset, length] : mb_words_) args.push_back(data.substr(offset, length));
   return found(parse_status::complete, pos);
 }
 
 parse_result request_parser::parse_inline(std::string_view data,
                                           std::vector<std::string_view>& args) {
-  const std::size_t nl = data.find('\n');
+  // Search only what the last call did not (the line's start is the same).
+  const std::size_t from = std::min(inline_searched_, data.size());
+  const std::size_t nl = data.find('\n', from);
+  scanned_ += (nl == std::string_view::npos ? data.size() : nl + 1) - from;
   if (nl == std::string_view::npos || nl > limits_.max_inline) {
     if (data.size() > limits_.max_inline) return fatal_error("Protocol error: too big inline request");
+    inline_searched_ = data.size();
     return {};
   }
   std::string_view line = data.substr(0, nl);
