@@ -403,6 +403,39 @@ def command_line(binary):
     check(r.returncode == 0 and "--max-clients" in r.stdout, "--help")
 
 
+def busy_is_not_idle(binary, mode):
+    """Requests the server is still running are not the client idling, and a
+    pipeline of bulk commands stops when its client leaves."""
+    s = Server(binary, mode, "--idle-timeout", "1")
+    c = Conn(s.port)
+    # 1.8 s of work in one read, past the 1 s idle timeout: every reply comes.
+    c.send(b"".join(b"*2\r\n$4\r\nWORK\r\n$6\r\n600000\r\n" for _ in range(3)))
+    try:
+        replies = [c.reply() for _ in range(3)]
+    except (EOFError, OSError):
+        replies = []
+    check(replies == [b"+OK\r\n"] * 3,
+          f"{mode}: a pipeline of WORK longer than --idle-timeout gets its replies: {replies!r}")
+    c.close()
+    before = int(info(s.port, "bulk_commands"))
+    gone = Conn(s.port)
+    gone.send(b"".join(b"*2\r\n$4\r\nWORK\r\n$5\r\n20000\r\n" for _ in range(50)))
+    gone.close()  # 1 s of work queued for nobody
+    # Until the count stops moving (on a loaded machine the work takes
+    # longer; it must stop early, not merely be slow).
+    ran = -1
+    deadline = time.monotonic() + HANG
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = int(info(s.port, "bulk_commands")) - before
+        if now == ran:
+            break
+        ran = now
+    check(ran < 50, f"{mode}: a pipeline of WORK stops when its client leaves ({ran} of 50 ran)")
+    code, err = s.stop(signal.SIGTERM)
+    check(code == 0, f"{mode}: SIGTERM: exit {code}, stderr {err!r}")
+
+
 def main():
     binary = sys.argv[1]
     cli = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] and not sys.argv[2].endswith("NOTFOUND") else None
@@ -433,6 +466,7 @@ def main():
         check(held.at_eof(), f"{mode}: the shutdown closes open connections")
         held.close()
         limits(binary, mode)
+        busy_is_not_idle(binary, mode)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
