@@ -354,9 +354,16 @@ TEST_CASE("options: cyclictest's readings of -t 0, -D with text after the unit, 
   REQUIRE(r.ok());
   CHECK(r.opts.effective_policy() == urt::worker_policy::fifo);
   CHECK(r.warnings.empty());  // cyclictest's -p switches it silently
+  // -p 0 too (cyclictest 2.40, run here: "defaulting realtime priority to
+  // 2" and P: 2 for --policy=other -p 0; P: 0 for -p 0 --policy=other).
   r = parse({"--policy=other", "-p", "0"});
   REQUIRE(r.ok());
+  CHECK(r.opts.effective_policy() == urt::worker_policy::fifo);
+  CHECK(r.opts.priority == 2);
+  r = parse({"-p", "0", "--policy=other"});
+  REQUIRE(r.ok());
   CHECK(r.opts.effective_policy() == urt::worker_policy::other);
+  CHECK(r.opts.priority == 0);
   CHECK(r.warnings.empty());
 
   // Long options only in full; a full name is still taken with its value
@@ -581,6 +588,22 @@ TEST_CASE(
             return o.priority == 80 && o.effective_policy() == urt::worker_policy::fifo;
           }),
       yes({"--priority=80"}, [](const options& o) { return o.priority == 80; }),
+      // cyclictest 2.40: -p means SCHED_FIFO, and FIFO at 0 defaults to
+      // threads + 1; --policy=other after -p 0 keeps SCHED_OTHER at 0.
+      yes({"-p", "0"},
+          [](const options& o) {
+            return o.priority == 2 && o.effective_policy() == urt::worker_policy::fifo;
+          },
+          "-p/--priority 0: defaulting realtime priority to 2 (threads + 1), as cyclictest does"),
+      yes({"--policy=other", "-p", "0"},
+          [](const options& o) {
+            return o.priority == 2 && o.effective_policy() == urt::worker_policy::fifo;
+          },
+          "-p/--priority 0: defaulting realtime priority to 2 (threads + 1), as cyclictest does"),
+      yes({"-p", "0", "--policy=other"},
+          [](const options& o) {
+            return o.priority == 0 && o.effective_policy() == urt::worker_policy::other;
+          }),
       yes({"--policy=other"},
           [](const options& o) { return o.effective_policy() == urt::worker_policy::other; }),
       yes({"--policy=fifo"},

@@ -482,6 +482,7 @@ parse_result parse_options(int argc, char** argv) {
   // to FIFO when a priority is given, with a warning if -p came first.
   bool priority_seen = false;
   bool warn_policy = false;
+  bool priority_last = false;  // -p came after the last --policy
   // -S/--smp: -t after it and -a anywhere are ignored, as in cyclictest.
   bool smp = false;
   bool affinity_seen = false;
@@ -590,6 +591,7 @@ parse_result parse_options(int argc, char** argv) {
       case 'p':
         number(c, arg, 0, urt::priority_max, o.priority, err);
         priority_seen = true;
+        priority_last = true;
         warn_policy = false;  // cyclictest: -p switches an earlier other to FIFO silently
         break;
       case 'q':
@@ -744,6 +746,7 @@ parse_result parse_options(int argc, char** argv) {
         if (choose(c, arg, policy_spellings, v, err)) {
           o.policy = v;
           warn_policy = v == urt::worker_policy::other && priority_seen;
+          priority_last = false;
         }
         break;
       }
@@ -841,6 +844,14 @@ parse_result parse_options(int argc, char** argv) {
     }
     o.policy.reset();  // fifo because of -p, falling back as without --policy
   }
+  // cyclictest: -p switches the policy to SCHED_FIFO whatever its value
+  // (unless --policy=other came after it), and a real-time policy at
+  // priority 0 then takes threads + 1 (check_priospread).
+  if (priority_seen && o.priority == 0 &&
+      (o.policy != urt::worker_policy::other || priority_last)) {
+    o.policy.reset();
+    o.rt_priority_zero = true;
+  }
   // Both flags seen: a strict budget of nothing would never run a FIFO task
   // (the runtime refuses it too; this names the flags).
   if (o.bandwidth.mode == urt::throttle_mode::strict && o.bandwidth.runtime.count() == 0) {
@@ -868,13 +879,16 @@ parse_result parse_options(int argc, char** argv) {
 }
 
 std::string check_priospread(options& o, unsigned threads, std::vector<std::string>& warnings) {
-  if (!o.priospread && threads > 0 && o.priority == 0 && o.policy == urt::worker_policy::fifo) {
+  if (!o.priospread && threads > 0 && o.priority == 0 &&
+      (o.policy == urt::worker_policy::fifo || o.rt_priority_zero)) {
     // cyclictest: a real-time policy without a priority takes threads + 1,
     // capped at the highest priority.
     o.priority = static_cast<int>(std::min<std::uint64_t>(std::uint64_t{threads} + 1,
                                                           static_cast<std::uint64_t>(urt::priority_max)));
-    warnings.push_back("--policy=fifo without -p/--priority: defaulting realtime priority to " +
-                       std::to_string(o.priority) + " (threads + 1), as cyclictest does");
+    warnings.push_back(std::string(o.rt_priority_zero ? "-p/--priority 0"
+                                                      : "--policy=fifo without -p/--priority") +
+                       ": defaulting realtime priority to " + std::to_string(o.priority) +
+                       " (threads + 1), as cyclictest does");
     return {};
   }
   if (!o.priospread || threads == 0) return {};

@@ -148,6 +148,9 @@ struct options {
   bool unbuffered = false;            ///< -u: stdout unbuffered
   bool refresh_on_max = false;        ///< -M: a live frame only after a new max
   bool priospread = false;            ///< --priospread: thread n at -p minus n
+  /// -p 0 as cyclictest reads it: -p means a real-time policy, and a
+  /// real-time policy at priority 0 defaults to threads + 1 (check_priospread).
+  bool rt_priority_zero = false;
   align_mode align = align_mode::none;  ///< -A / --secaligned
   std::uint64_t align_offset_us = 0;  ///< their USEC
   std::string main_affinity;          ///< --mainaffinity as given (empty: not given)
