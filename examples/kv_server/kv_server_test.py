@@ -348,9 +348,9 @@ def concurrency(port):
 
 
 def metrics(port, promtool):
-    def get(path):
+    def get(path, eol="\r\n"):
         s = socket.create_connection(("127.0.0.1", port), timeout=HANG)
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: text/plain\r\n\r\n".encode())
+        s.sendall(f"GET {path} HTTP/1.1{eol}Host: localhost{eol}Accept: text/plain{eol}{eol}".encode())
         data = b""
         while True:
             chunk = s.recv(65536)
@@ -375,6 +375,8 @@ def metrics(port, promtool):
         check(r.returncode == 0, f"promtool check metrics: {r.stdout} {r.stderr}")
     head, _ = get("/other")
     check(head.startswith("HTTP/1.1 404"), f"/other: {head[:40]!r}")
+    head, _ = get("/metrics", eol="\n")  # bare LFs, as printf ... | nc sends them
+    check(head.startswith("HTTP/1.1 200 OK"), f"/metrics with bare LFs: {head[:40]!r}")
 
 
 def redis_cli(cli, port):

@@ -404,7 +404,13 @@ typename M::template awaitable<> http_session(server& s, std::shared_ptr<connect
   std::error_code ec;
   std::string request;
   char buf[2048];
-  while (request.find("\r\n\r\n") == std::string::npos && request.size() < 8192) {
+  // The end of the headers: CRLF CRLF, or bare LFs (printf ... | nc), which
+  // HTTP parsers accept too.
+  const auto headers_end = [&request] {
+    return request.find("\r\n\r\n") != std::string::npos ||
+           request.find("\n\n") != std::string::npos;
+  };
+  while (!headers_end() && request.size() < 8192) {
     const std::size_t n = co_await c->socket.async_read_some(
         asio::buffer(buf), asio::redirect_error(M::use_awaitable, ec));
     if (ec) break;
@@ -412,7 +418,8 @@ typename M::template awaitable<> http_session(server& s, std::shared_ptr<connect
     c->last = clock_type::now();
   }
   if (!ec) {
-    const std::string_view line = std::string_view(request).substr(0, request.find("\r\n"));
+    std::string_view line = std::string_view(request).substr(0, request.find('\n'));
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     std::string status = "404 Not Found";
     std::string body = "urt-kv serves only GET /metrics\n";
     std::string type = "text/plain; charset=utf-8";
