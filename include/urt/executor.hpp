@@ -102,7 +102,12 @@ inline constexpr priority_property priority{};
 
 /// An Asio standard executor (asio::execution::executor) that runs function
 /// objects as urt tasks. Cheap to copy (three words); a plain value type.
-/// Made by runtime::executor(); valid while its runtime exists.
+/// Made by runtime::executor(); valid while its runtime exists. As for an
+/// io_context's executors, that includes destroying it: a tracked copy
+/// (outstanding_work.tracked, e.g. inside asio::executor_work_guard)
+/// counts itself out of its runtime when destroyed, so destroy such copies
+/// before the runtime. Outstanding work does not hold stop() back:
+/// stop(drain) waits for accepted tasks, not for work guards.
 class executor {
  public:
   executor(const executor& o) noexcept
