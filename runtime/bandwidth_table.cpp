@@ -130,7 +130,10 @@ void bandwidth_table::update(function_ref<void(block&)> change) {
   // Release: pairs with the acquire load in read(); a reader that sees the
   // new block sees it whole.
   current_.store(&next->value, std::memory_order_release);
-  version_.store(next->value.version, std::memory_order_relaxed);
+  // Release: a worker that sees the new version with an acquire load sees
+  // the block's pointer too (the doorbell's fences order it for the wake
+  // check; this makes a stale-pointer step impossible, not merely harmless).
+  version_.store(next->value.version, std::memory_order_release);
   retire(old);
 }
 

@@ -75,9 +75,10 @@ class bandwidth_table {
   /// the version it follows after announcing the park, and update()'s
   /// caller rings every worker after publishing (the doorbell's Dekker pair,
   /// doorbell.hpp): a change never leaves a worker asleep on the old block.
-  /// Relaxed: the fences of that pair order it.
+  /// Acquire: pairs with update()'s release store (the doorbell's fences
+  /// order the wake check itself).
   [[nodiscard]] std::uint64_t version() const noexcept {
-    return version_.load(std::memory_order_relaxed);
+    return version_.load(std::memory_order_acquire);
   }
 
   /// For a worker's own thread: routes its call_rcu callbacks (if any) to

@@ -245,6 +245,20 @@ void runtime::impl::shut_down(run_state via) noexcept {
   shared.state.store(run_state::stopped, std::memory_order_seq_cst);
   ring_all();
   for (auto& w : workers) w->join();
+  // What the workers' io_contexts still hold (a coroutine suspended on a
+  // timer or a socket, a handler never completed) is destroyed now, while
+  // the runtime is whole, one context at a time on this thread (Asio's
+  // reactor shutdown takes no lock: two at once could race on an I/O object
+  // of one held by a handler of the other). Asio destroys a coroutine frame
+  // by posting to its executor, a urt::executor: with this thread taken for
+  // a worker of this runtime outside a task, that post is a completion
+  // after the stop and backs out, destroying the callable unrun. Left to
+  // ~io_context, it ran on the thread destroying the runtime, after the
+  // placement was freed (a use-after-free).
+  const detail::thread_context saved = detail::current;
+  detail::current = detail::thread_context{.self = nullptr, .owner = this, .task = nullptr};
+  for (auto& w : workers) w->shut_down_io();
+  detail::current = saved;
 }
 
 runtime::runtime(runtime_options options) {

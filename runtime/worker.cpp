@@ -87,10 +87,6 @@ void worker::main(startup& st) {
   const io_lease::exclusive hold(io_poll_.lease());  // a rescuer may still look in
   work_.reset();
   io_.poll();  // completes the cancelled wait so its handler memory is freed
-  // Destroys what is still pending (a coroutine suspended on a timer or a
-  // socket, a handler never completed) here, as a worker outside a task:
-  // see io_context_t.
-  io_.shutdown();
   current.self = nullptr;
   current.owner = nullptr;
 }
@@ -286,9 +282,11 @@ std::size_t worker::poll_io_now() noexcept {
 }
 
 bool worker::preempt_point() noexcept {
+  // Relaxed: a stale state only applies the budgets once more.
+  const bool stopping = shared_.state.load(std::memory_order_relaxed) != run_state::running;
   // A completion for this worker is a scheduling event like a spawn: take
   // it in here, so that a long task's preempt points see it.
-  if (shared_.state.load(std::memory_order_relaxed) == run_state::running) poll_io();
+  if (!stopping) poll_io();
   q_.lock.lock();
   drain_inbox();
   shared_.strand->point(id_, [this] { return inbox_.pending(); });
@@ -301,13 +299,14 @@ bool worker::preempt_point() noexcept {
   // Between steps only a move out of our queue lowers us (rt_queue::lowered).
   const bool lowered = std::exchange(q_.lowered, false) && balancer_.acts_on_lowering();
   bool urgent = q_.rq.top_level() > q_.running;
-  if (urgent && groups_.any_held()) {
+  // Once stop() began the budgets hold nothing back (consult_budgets()).
+  if (urgent && !stopping && groups_.any_held()) {
     // A held group's task is not urgent here: only one that may run is.
     urgent = q_.rq.first_where(
                  [this](rq_link* l) { return groups_.allowed(*task_node::from_rq(l)); },
                  q_.running) != nullptr;
   }
-  if (bandwidth_.active() &&
+  if (!stopping && bandwidth_.active() &&
       (q_.fifo_held || (q_.running > priority_normal &&
                         bandwidth_.must_look(run_class::fifo, q_.rq.has(priority_normal))))) {
     // While FIFO is held back nothing queued is more urgent than the
@@ -323,7 +322,7 @@ bool worker::preempt_point() noexcept {
   // it on again: the task could bounce between workers without running.
   // The push and the token hop wait for the step after the yield.
   const bool yield_to_queued = urgent;
-  if (!urgent && q_.running > priority_normal && bandwidth_.active() &&
+  if (!urgent && !stopping && q_.running > priority_normal && bandwidth_.active() &&
       bandwidth_.would_hold(q_.rq.has(priority_normal))) {
     urgent = true;  // the budget is spent: yield so that the step holds FIFO back
   }

@@ -152,6 +152,10 @@ class worker {
   /// and so does an idle worker when this one has not looked into it for
   /// too long (io_rescue.hpp).
   [[nodiscard]] asio::io_context& io() noexcept { return io_; }
+  /// After join(), on the thread stopping the runtime: shuts the io_context's
+  /// services down, destroying the handlers still pending (a coroutine
+  /// suspended on a timer or a socket) while the runtime is whole.
+  void shut_down_io() noexcept { io_.shutdown(); }
   /// Any thread: what an idle worker's io_watch sees of this one.
   [[nodiscard]] io_peers::state io_state() const noexcept {
     return {.candidate = io_poll_.outstanding() > 0 && !parker_.parking(),
@@ -240,15 +244,9 @@ class worker {
 
   worker_counters counters_;
 
-  // An io_context whose services its owner shuts down itself, on its own
-  // thread, as it exits (main()): the handlers still pending are destroyed
-  // there, while the runtime is whole. Asio destroys a suspended
-  // coroutine's frame by posting to its executor, a urt::executor; from a
-  // worker outside a task after stop() began, that post destroys the
-  // callable unrun (runtime::executor_spawn). Left to io_context's
-  // destructor, it ran on the thread destroying the runtime, with part of
-  // the runtime already gone. Shutting down twice is what Asio's own
-  // destructors do; I/O objects that outlive it still close cleanly.
+  // An io_context whose services stop() shuts down once every worker has
+  // exited (shut_down_io()): see runtime::impl::shut_down(). Shutting down
+  // twice (again in ~io_context) is what Asio's own destructors do.
   class io_context_t : public asio::io_context {
    public:
     using asio::io_context::io_context;

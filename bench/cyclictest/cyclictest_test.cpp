@@ -604,6 +604,12 @@ TEST_CASE(
           [](const options& o) {
             return o.priority == 0 && o.effective_policy() == urt::worker_policy::other;
           }),
+      yes({"--policy=fifo", "-p", "0"},
+          [](const options& o) {
+            return o.priority == 2 && o.effective_policy() == urt::worker_policy::fifo &&
+                   !o.policy_implicit();  // an explicit FIFO is insisted on
+          },
+          "-p/--priority 0: defaulting realtime priority to 2 (threads + 1), as cyclictest does"),
       yes({"--policy=other"},
           [](const options& o) { return o.effective_policy() == urt::worker_policy::other; }),
       yes({"--policy=fifo"},

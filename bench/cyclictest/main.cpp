@@ -539,9 +539,10 @@ int run(options o) {
       std::fprintf(stderr, "urt-cyclictest: %s\n", flag_error(o, what).c_str());
       return 1;
     }
-    // --priospread without -p and -t without a number: the default priority
-    // (threads + 1) needs the worker count, and it makes the workers FIFO.
-    if (o.priospread && o.priority == 0 && o.threads < 0) {
+    // --priospread or -p 0 without a priority, and -t without a number (or
+    // -S): the default priority (threads + 1) needs the worker count, and
+    // it makes the workers FIFO.
+    if ((o.priospread || o.rt_priority_zero) && o.priority == 0 && o.threads < 0) {
       std::vector<std::string> notes;
       const std::string error = check_priospread(o, static_cast<unsigned>(rt->worker_count()), notes);
       if (!error.empty()) {

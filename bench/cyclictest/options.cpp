@@ -849,7 +849,9 @@ parse_result parse_options(int argc, char** argv) {
   // priority 0 then takes threads + 1 (check_priospread).
   if (priority_seen && o.priority == 0 &&
       (o.policy != urt::worker_policy::other || priority_last)) {
-    o.policy.reset();
+    // An explicit --policy=fifo stays (it insists on FIFO); an earlier
+    // --policy=other gives way to -p as without --policy.
+    if (o.policy == urt::worker_policy::other) o.policy.reset();
     o.rt_priority_zero = true;
   }
   // Both flags seen: a strict budget of nothing would never run a FIFO task

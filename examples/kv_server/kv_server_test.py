@@ -434,6 +434,16 @@ def busy_is_not_idle(binary, mode):
             break
         ran = now
     check(ran < 50, f"{mode}: a pipeline of WORK stops when its client leaves ({ran} of 50 ran)")
+    # A half-close is not departure: the client still reads every reply.
+    half = Conn(s.port)
+    half.send(b"".join(b"*2\r\n$4\r\nWORK\r\n$4\r\n1000\r\n" for _ in range(5)))
+    half.sock.shutdown(socket.SHUT_WR)
+    try:
+        replies = [half.reply() for _ in range(5)]
+    except (EOFError, OSError):
+        replies = []
+    check(replies == [b"+OK\r\n"] * 5, f"{mode}: a half-closed client gets its replies: {replies!r}")
+    half.close()
     code, err = s.stop(signal.SIGTERM)
     check(code == 0, f"{mode}: SIGTERM: exit {code}, stderr {err!r}")
 

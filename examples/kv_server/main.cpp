@@ -206,17 +206,16 @@ struct connection {
     timer.cancel();
   }
 
-  // Whether no one is left to read a reply: the socket was closed (the
-  // shutdown, the idle timeout) or the client closed its end, as a peek
-  // shows (a read of 0 bytes: Redis too drops a client whose read ends).
-  // Asked before each bulk command, so that a pipeline of them stops when
-  // its client leaves instead of running for nobody (and holding up the
-  // shutdown). One non-blocking system call, next to milliseconds of work.
-  [[nodiscard]] bool client_gone() noexcept {
+  // Whether the client can no longer take a reply: the socket was closed
+  // (the shutdown, the idle timeout) or the connection was reset, as a
+  // peek shows (a write to a client that has closed its socket draws a
+  // reset). The end of its stream alone is not departure: after a
+  // half-close (nc -N, shutdown(SHUT_WR)) a client still reads its replies.
+  [[nodiscard]] bool client_reset() noexcept {
     if (!socket.is_open()) return true;
     char byte = 0;
     const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
   }
 };
 
@@ -331,9 +330,27 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
         continue;
       }
       const kv::command_plan p = kv::plan(args);
-      if (p.bulk != kv::bulk_kind::none && c->client_gone()) {
-        open = false;  // its replies would go nowhere: drop the rest
-        break;
+      if (p.bulk != kv::bulk_kind::none) {
+        // A pipeline of bulk commands stops when its client has gone,
+        // instead of running for nobody (and holding up the shutdown): the
+        // replies of the requests before it in this read go out first, and
+        // to a client that has closed its socket that write draws a reset.
+        // One write and one peek before milliseconds of work.
+        bool gone = !c->socket.is_open();
+        if (!gone && !out.empty()) {
+          M::offline();
+          c->busy = false;  // a client that does not read is idle meanwhile
+          co_await asio::async_write(c->socket, asio::buffer(out), token(ec));
+          c->busy = true;
+          M::online();
+          out.clear();
+          c->last = clock_type::now();
+          gone = ec || c->client_reset();
+        }
+        if (gone) {
+          open = false;  // its replies would go nowhere: drop the rest
+          break;
+        }
       }
       if (p.bulk == kv::bulk_kind::none) {
         open = kv::run_control(args, out, ctx);
@@ -346,7 +363,9 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
           static_cast<std::uint64_t>((clock_type::now() - arrival).count()));
       if (out.size() >= 64 * 1024) {  // a long pipeline: do not buffer every reply
         M::offline();
+        c->busy = false;  // a client that does not read is idle meanwhile
         co_await asio::async_write(c->socket, asio::buffer(out), token(ec));
+        c->busy = true;
         M::online();
         out.clear();
         c->last = clock_type::now();
@@ -354,13 +373,13 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
       }
     }
     M::offline();
+    c->busy = false;  // its requests ran; a client that does not read is idle
     if (!out.empty() && !ec) {
       co_await asio::async_write(c->socket, asio::buffer(out), token(ec));
       out.clear();
       c->last = clock_type::now();
       if (ec) break;
     }
-    c->busy = false;
     c->last = clock_type::now();
 
     // Room for the next read: move what is left to the front, or grow (a
