@@ -33,9 +33,12 @@
 // Limits (options.hpp): --max-clients (a connection past it gets -ERR and
 // is closed), --max-request (a bigger request gets -ERR Protocol error and
 // the connection is closed: the stream cannot be resynchronised),
-// --idle-timeout (no byte read or written for that long: closed). A client
-// that never reads its replies stalls only itself: its coroutine waits in
-// its write, and the idle timeout closes it.
+// --idle-timeout (no byte read or written for that long, not counting the
+// time its requests run: closed). A client that never reads its replies
+// stalls only itself: its coroutine waits in its write, and the idle
+// timeout closes it. A pipeline of bulk commands stops once its client has
+// closed its socket (a write draws a reset); a half-closed client still
+// gets every reply.
 //
 // Shutdown: SIGINT or SIGTERM closes the listening sockets and every
 // connection (on the connection's own executor), waits for every coroutine
