@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <utility>
 
 #include "spinlock.hpp"
 
@@ -34,12 +35,19 @@ bool parker::idle(clock::time_point release, clock::time_point token_check, wake
     return checks.work_pending() || checks.state_changed() ||
            (wake != clock::time_point::max() && now >= wake);
   };
+  // The wait ends at a check, before any release, with nothing to do.
+  const auto at_check_only = [&](clock::time_point now) {
+    return token_check != clock::time_point::max() && token_check < timer_wake &&
+           now >= token_check && !checks.work_pending() && !checks.state_changed();
+  };
+  const bool may_spin = !std::exchange(checked_idle_, false);
   const auto went_idle = clock::now();
-  if (const auto spin = idle_spin(); spin.count() > 0) {
+  if (const auto spin = may_spin ? idle_spin() : std::chrono::nanoseconds{0}; spin.count() > 0) {
     const auto deadline = went_idle + spin;
     for (unsigned spins = 0;; ++spins) {
       const auto now = clock::now();
       if (changed(now)) {
+        checked_idle_ = at_check_only(now);
         spin_to(due, timer_wake, now, checks);
         return false;
       }
@@ -85,6 +93,7 @@ bool parker::idle(clock::time_point release, clock::time_point token_check, wake
   if (const auto now = clock::now();
       changed(now) || (!in_reactor && checks.io_outstanding())) {
     bell_.cancel_parking();
+    checked_idle_ = at_check_only(now);
     turn.end(now);
     spin_to(due, timer_wake, now, checks);
     return false;
@@ -126,6 +135,7 @@ bool parker::idle(clock::time_point release, clock::time_point token_check, wake
     }
     counters_.window_ns.store(window_.value().count(), std::memory_order_relaxed);
   }
+  checked_idle_ = ran == 0 && !by_bell && at_check_only(woke);
   spin_to(due, timer_wake, woke, checks);
   if (error) std::rethrow_exception(error);
   return ran > 0 && !by_bell && !by_alarm;

@@ -95,6 +95,9 @@ class parker {
   [[nodiscard]] std::chrono::nanoseconds reported_idle_spin() const noexcept;
   [[nodiscard]] std::chrono::nanoseconds reported_timer_advance() const noexcept;
 
+  /// Owner: it ran a task since its last wait (the next wait may spin).
+  void worked() noexcept { checked_idle_ = false; }
+
  private:
   // How long to spin when going idle now (idle_spin_policy).
   [[nodiscard]] std::chrono::nanoseconds idle_spin() const noexcept;
@@ -115,6 +118,14 @@ class parker {
   alarm alarm_;
   wake_advance advance_;  // timer_wake::adaptive: learned from parked wake-ups
   idle_window window_;    // spin_policy::adaptive: the idle spin now
+  // The last wait ended at a check (`token_check`: a token hop, a peer's
+  // stranded inbox or stale reactor, a budget period) with no work and no
+  // change of state: the next one parks at once instead of spinning. A
+  // worker idle beside a running peer with I/O outstanding checks that
+  // peer's reactor every io_poll_interval + ipi_timeout; spinning between
+  // the checks kept it busy for as long as the peer ran (100% of a CPU
+  // beside a long urt-kv WORK).
+  bool checked_idle_ = false;
 };
 
 }  // namespace urt::detail

@@ -129,6 +129,7 @@ void worker::loop() {
     if (seen == run_state::running) poll_io();
     if (task_node* node = step(seen)) {
       run_task(node);
+      parker_.worked();
       continue;
     }
     if (std::exchange(look_again_, false)) continue;

@@ -342,7 +342,8 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
         bool gone = !c->socket.is_open();
         if (!gone && !out.empty()) {
           M::offline();
-          c->busy = false;  // a client that does not read is idle meanwhile
+          c->last = clock_type::now();  // idle from now, if it does not read
+          c->busy = false;
           co_await asio::async_write(c->socket, asio::buffer(out), token(ec));
           c->busy = true;
           M::online();
@@ -366,7 +367,8 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
           static_cast<std::uint64_t>((clock_type::now() - arrival).count()));
       if (out.size() >= 64 * 1024) {  // a long pipeline: do not buffer every reply
         M::offline();
-        c->busy = false;  // a client that does not read is idle meanwhile
+        c->last = clock_type::now();  // idle from now, if it does not read
+        c->busy = false;
         co_await asio::async_write(c->socket, asio::buffer(out), token(ec));
         c->busy = true;
         M::online();
@@ -376,7 +378,10 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
       }
     }
     M::offline();
-    c->busy = false;  // its requests ran; a client that does not read is idle
+    // Its requests ran: idle from now (a client that does not read its
+    // replies is then timed out).
+    c->last = clock_type::now();
+    c->busy = false;
     if (!out.empty() && !ec) {
       co_await asio::async_write(c->socket, asio::buffer(out), token(ec));
       out.clear();

@@ -114,3 +114,48 @@ TEST_CASE("io_rescue live: echoes of a held home's connections come back through
   acceptor.close();
   rt.stop();
 }
+
+TEST_CASE("io_rescue live: a worker idle beside a running peer with I/O parks between its checks") {
+  // Worker 1 checks worker 0's reactor every io_poll_interval +
+  // ipi_timeout while worker 0 runs a long task with a socket read
+  // pending. With a spin longer than that (urt-kv spins 500 us), spinning
+  // from one check to the next kept worker 1 busy for the whole task; it
+  // now parks until each check once one has found nothing.
+  urt::runtime_options o = urt_test::synthetic_workers(2);
+  o.idle_spin = 500us;
+  o.idle_spin_policy = urt::spin_policy::fixed;
+  urt::runtime rt(o);
+  const auto loopback = asio::ip::make_address("127.0.0.1");
+  urt::net::tcp_acceptor acceptor(rt.executor({.priority = 50}, 0), {loopback, 0});
+  asio::io_context client_io;
+  asio::ip::tcp::socket client(client_io);
+  client.connect(acceptor.local_endpoint());
+  urt::net::tcp_socket server = acceptor.accept();
+  std::array<char, 16> buf{};
+  server.async_read_some(asio::buffer(buf), [](const std::error_code&, std::size_t) {});
+  std::atomic<std::uint64_t> parks_at_start{0};
+  std::atomic<std::uint64_t> parks_at_end{0};
+  std::promise<void> done;
+  rt.spawn({.priority = 10, .affinity = urt::worker_set{0}}, [&] {
+    // Worker 1 runs a task and goes idle again while this one runs, so
+    // that it watches this worker's reactor (a worker parked before this
+    // one got busy sleeps until something wakes it).
+    std::atomic<bool> ran{false};
+    rt.spawn({.priority = 10, .affinity = urt::worker_set{1}}, [&ran] { ran.store(true); });
+    while (!ran.load()) (void)urt::preempt_point();
+    parks_at_start.store(rt.stats().workers[1].parks);
+    // 200 ms of work, looking into its own reactor at its preempt points.
+    const auto end = std::chrono::steady_clock::now() + 200ms;
+    while (std::chrono::steady_clock::now() < end) (void)urt::preempt_point();
+    parks_at_end.store(rt.stats().workers[1].parks);
+    done.set_value();
+  });
+  done.get_future().wait();
+  CAPTURE(parks_at_start.load());
+  CAPTURE(parks_at_end.load());
+  // A check every 110 us for 200 ms: hundreds of parks (none when it spun).
+  CHECK(parks_at_end.load() - parks_at_start.load() >= 20);
+  std::error_code ec;
+  server.close(ec);
+  rt.stop();
+}
