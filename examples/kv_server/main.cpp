@@ -296,6 +296,24 @@ void bulk_inline(server& s, const kv::command_plan& p, std::string& out) {
 
 // --- a connection -------------------------------------------------------------
 
+// Writes the replies gathered so far in the middle of a read's requests and
+// clears them; `ec` says how the write ended. The connection counts as idle
+// from the start of the write (a client that does not read is timed out),
+// and busy again after it.
+template <class M>
+typename M::template awaitable<> flush_replies(connection<M>& c, std::string& out,
+                                               std::error_code& ec) {
+  M::offline();
+  c.last = clock_type::now();
+  c.busy = false;
+  co_await asio::async_write(c.socket, asio::buffer(out),
+                             asio::redirect_error(M::use_awaitable, ec));
+  c.busy = true;
+  M::online();
+  out.clear();
+  c.last = clock_type::now();
+}
+
 template <class M>
 typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M>> c) {
   const auto token = [](std::error_code& ec) { return asio::redirect_error(M::use_awaitable, ec); };
@@ -341,14 +359,7 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
         // One write and one peek before milliseconds of work.
         bool gone = !c->socket.is_open();
         if (!gone && !out.empty()) {
-          M::offline();
-          c->last = clock_type::now();  // idle from now, if it does not read
-          c->busy = false;
-          co_await asio::async_write(c->socket, asio::buffer(out), token(ec));
-          c->busy = true;
-          M::online();
-          out.clear();
-          c->last = clock_type::now();
+          co_await flush_replies(*c, out, ec);
           gone = ec || c->client_reset();
         }
         if (gone) {
@@ -366,14 +377,7 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
       s.counters.latency[static_cast<unsigned>(p.cls)].record(
           static_cast<std::uint64_t>((clock_type::now() - arrival).count()));
       if (out.size() >= 64 * 1024) {  // a long pipeline: do not buffer every reply
-        M::offline();
-        c->last = clock_type::now();  // idle from now, if it does not read
-        c->busy = false;
-        co_await asio::async_write(c->socket, asio::buffer(out), token(ec));
-        c->busy = true;
-        M::online();
-        out.clear();
-        c->last = clock_type::now();
+        co_await flush_replies(*c, out, ec);
         if (ec) open = false;
       }
     }
@@ -385,7 +389,6 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
     if (!out.empty() && !ec) {
       co_await asio::async_write(c->socket, asio::buffer(out), token(ec));
       out.clear();
-      c->last = clock_type::now();
       if (ec) break;
     }
     c->last = clock_type::now();
