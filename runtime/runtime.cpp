@@ -86,6 +86,8 @@ struct runtime::impl {
 
   void note_change() noexcept;
   void ring_all() noexcept;
+  // Publishes a budget change (set_bandwidth) and rings every worker.
+  void change_bandwidth(detail::function_ref<void(detail::bandwidth_table::block&)> change);
   void wait_quiescent() noexcept;
   void shut_down(run_state via) noexcept;
 
@@ -205,6 +207,16 @@ runtime::impl::~impl() = default;
 
 void runtime::impl::ring_all() noexcept {
   for (auto& w : workers) w->ring();
+}
+
+void runtime::impl::change_bandwidth(
+    detail::function_ref<void(detail::bandwidth_table::block&)> change) {
+  bandwidth_params->update(change);
+  // A worker parked until its held FIFO work's period ends looks at the new
+  // block now. The ring's seq_cst fence comes after the update's release
+  // stores (the block, its version), and the woken worker's acquire reads
+  // of them pair with those.
+  ring_all();
 }
 
 void runtime::impl::note_change() noexcept {
@@ -585,9 +597,8 @@ void runtime::set_bandwidth(group g, std::optional<group_budget> budget) {
   if (impl_->shared.state.load(std::memory_order_acquire) != run_state::running) {
     throw runtime_stopped("runtime::set_bandwidth: the runtime is stopped or stopping");
   }
-  impl_->bandwidth_params->update(
+  impl_->change_bandwidth(
       [&](detail::bandwidth_table::block& b) { b.groups[g.id()].budget = budget; });
-  impl_->ring_all();  // a worker parked on a held group's period looks now
 }
 
 group_stats runtime::stats(group g) const {
@@ -608,11 +619,7 @@ void runtime::set_bandwidth(const bandwidth_options& opts) {
   if (impl_->shared.state.load(std::memory_order_acquire) != run_state::running) {
     throw runtime_stopped("runtime::set_bandwidth: the runtime is stopped or stopping");
   }
-  impl_->bandwidth_params->update([&](detail::bandwidth_table::block& b) { b.runtime_wide = opts; });
-  // A worker parked until its held FIFO work's period ends looks at the new
-  // block now. The ring's seq_cst fence comes after the update's release
-  // store, and the woken worker's acquire read of the block pairs with it.
-  impl_->ring_all();
+  impl_->change_bandwidth([&](detail::bandwidth_table::block& b) { b.runtime_wide = opts; });
 }
 
 std::size_t runtime::cid_space_size(group g, const char* what) const {
