@@ -338,6 +338,41 @@ TEST_CASE("bandwidth_live: set_bandwidth takes effect within one period") {
   CHECK_THROWS_AS(rt.set_bandwidth({}), urt::runtime_stopped);
 }
 
+namespace {
+
+// One worker whose FIFO tasks (priority 50, in group `g`) a strict budget of
+// 1 ms per `period` holds back: the runtime-wide budget, or g's own.
+struct held_fifo {
+  held_fifo(bool budget_on_group, std::chrono::nanoseconds period)
+      : on_group(budget_on_group), rt(options(budget_on_group, period)),
+        g(rt.make_group({.name = "held"})) {
+    if (on_group) rt.set_bandwidth(g, urt::group_budget{1ms, period});
+  }
+  static urt::runtime_options options(bool budget_on_group, std::chrono::nanoseconds period) {
+    urt::runtime_options o = one_worker(urt::throttle_mode::off);
+    if (!budget_on_group) {
+      o.bandwidth = {.mode = urt::throttle_mode::strict, .runtime = 1ms, .period = period};
+    }
+    return o;
+  }
+  template <class F>
+  void spawn(int n, const F& fn) {
+    for (int i = 0; i < n; ++i) rt.spawn({.priority = 50, .group = g}, fn);
+  }
+  // Until the budget has held FIFO work back once.
+  void wait_held() {
+    while ((on_group ? rt.stats(g).throttle_events : rt.stats().total().throttle_events) == 0) {
+      std::this_thread::yield();
+    }
+  }
+
+  const bool on_group;
+  urt::runtime rt;
+  const urt::group g;
+};
+
+}  // namespace
+
 TEST_CASE("bandwidth_live: lifting a budget wakes a worker that holds FIFO work back") {
   // A strict budget spent with nothing else to run: the worker parks until
   // the period ends (here an hour away). Lifting the budget, runtime-wide
@@ -345,31 +380,20 @@ TEST_CASE("bandwidth_live: lifting a budget wakes a worker that holds FIFO work 
   // end.
   for (const bool group_budget : {false, true}) {
     CAPTURE(group_budget);
-    urt::runtime_options o = one_worker(urt::throttle_mode::off);
-    if (!group_budget) {
-      o.bandwidth = {.mode = urt::throttle_mode::strict, .runtime = 1ms, .period = 1h};
-    }
-    urt::runtime rt(o);
-    const urt::group g = rt.make_group({.name = "held"});
-    if (group_budget) rt.set_bandwidth(g, urt::group_budget{1ms, 1h});
+    held_fifo h(group_budget, 1h);
     std::atomic<int> ran{0};
-    for (int i = 0; i < 5; ++i) {
-      rt.spawn({.priority = 50, .group = g}, [&] {
-        urt_test::spin_for(2ms);
-        ran.fetch_add(1);
-      });
-    }
-    const auto held = [&] {
-      return group_budget ? rt.stats(g).throttle_events : rt.stats().total().throttle_events;
-    };
-    while (held() == 0) std::this_thread::yield();
+    h.spawn(5, [&] {
+      urt_test::spin_for(2ms);
+      ran.fetch_add(1);
+    });
+    h.wait_held();
     // Parked for the rest of the hour.
-    while (rt.stats().workers[0].parks == 0) std::this_thread::yield();
+    while (h.rt.stats().workers[0].parks == 0) std::this_thread::yield();
     CHECK(ran.load() < 5);
     if (group_budget) {
-      rt.set_bandwidth(g, std::nullopt);
+      h.rt.set_bandwidth(h.g, std::nullopt);
     } else {
-      rt.set_bandwidth({.mode = urt::throttle_mode::off});
+      h.rt.set_bandwidth({.mode = urt::throttle_mode::off});
     }
     // A bound so that the test fails rather than waits the hour.
     const auto give_up = std::chrono::steady_clock::now() + 60s;
@@ -377,40 +401,29 @@ TEST_CASE("bandwidth_live: lifting a budget wakes a worker that holds FIFO work 
       std::this_thread::sleep_for(1ms);
     }
     CHECK(ran.load() == 5);
-    rt.stop(urt::stop_mode::cancel);
+    h.rt.stop(urt::stop_mode::cancel);
   }
 }
 
 TEST_CASE("bandwidth_live: stop(drain) runs FIFO work a budget holds back without waiting out periods") {
   for (const bool group_budget : {false, true}) {
     CAPTURE(group_budget);
-    urt::runtime_options o = one_worker(urt::throttle_mode::off);
-    if (!group_budget) {
-      o.bandwidth = {.mode = urt::throttle_mode::strict, .runtime = 1ms, .period = 30s};
-    }
-    urt::runtime rt(o);
-    const urt::group g = rt.make_group({.name = "held"});
-    if (group_budget) rt.set_bandwidth(g, urt::group_budget{1ms, 30s});
+    held_fifo h(group_budget, 30s);
     std::atomic<int> ran{0};
     std::atomic<std::int64_t> first_ns{0};
     std::atomic<std::int64_t> last_ns{0};
     const auto now_ns = [] {
       return std::chrono::steady_clock::now().time_since_epoch() / std::chrono::nanoseconds(1);
     };
-    for (int i = 0; i < 5; ++i) {
-      rt.spawn({.priority = 50, .group = g}, [&] {
-        std::int64_t none = 0;
-        first_ns.compare_exchange_strong(none, now_ns());
-        urt_test::spin_for(2ms);
-        last_ns.store(now_ns());
-        ran.fetch_add(1);
-      });
-    }
-    const auto held = [&] {
-      return group_budget ? rt.stats(g).throttle_events : rt.stats().total().throttle_events;
-    };
-    while (held() == 0) std::this_thread::yield();
-    CHECK(rt.stop() == 0);
+    h.spawn(5, [&] {
+      std::int64_t none = 0;
+      first_ns.compare_exchange_strong(none, now_ns());
+      urt_test::spin_for(2ms);
+      last_ns.store(now_ns());
+      ran.fetch_add(1);
+    });
+    h.wait_held();
+    CHECK(h.rt.stop() == 0);
     CHECK(ran.load() == 5);
     // All inside the first period (each task alone spends its budget): the
     // drain did not wait for a period to end.
