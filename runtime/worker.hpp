@@ -124,7 +124,7 @@ class worker {
   /// a cache miss on a line the worker rewrites after every task.
   [[nodiscard]] std::uint64_t load() const noexcept;
   /// Counts a remote acceptance before the node is enqueued (any thread).
-  /// seq_cst: pairs with the seq_cst state store in stop() (see runtime.cpp).
+  /// seq_cst: pairs with the seq_cst state store in stop() (runtime.cpp, shut_down).
   void count_remote_accept() noexcept {
     counters_.accepted_remote.fetch_add(1, std::memory_order_seq_cst);
   }

@@ -57,11 +57,11 @@ struct worker_counters {
   std::atomic<std::uint64_t> accepted_local{0};
 
   // Written by spawners on other threads (seq_cst read-modify-write: pairs
-  // with the seq_cst state store in stop(), see runtime.cpp): a line of
+  // with the seq_cst state store in stop(), runtime.cpp's shut_down): a line of
   // their own.
   alignas(64) std::atomic<std::uint64_t> accepted_remote{0};
   // Outside spawners that woke this worker on their own CPU and yielded it
-  // (runtime.cpp, commit_spawn). Relaxed fetch_add: a statistic.
+  // (runtime_spawn.cpp, commit_spawn). Relaxed fetch_add: a statistic.
   std::atomic<std::uint64_t> wake_yields{0};
 };
 

@@ -157,7 +157,7 @@ TEST_CASE("placement: a continuation no more urgent than its caller stays on the
     // From a thread that is no worker's (no self): nothing to stay on.
     CHECK(place_on(prio, v, worker_of_pu, 10, nullptr, cpupri::none, -1, rot, 50) != 0);
   }
-  // The spawn path's `stay` (runtime.cpp) uses the same rule.
+  // The spawn path's `stay` (runtime_spawn.cpp) uses the same rule.
   CHECK(urt::detail::continuation_stays(50, 50));
   CHECK(urt::detail::continuation_stays(0, 1));
   CHECK_FALSE(urt::detail::continuation_stays(51, 50));
