@@ -31,11 +31,14 @@ bool element_matches(std::string_view pattern, std::size_t p, unsigned char c,
         if (pattern[i] == '\\' && i + 1 < n) {
           found |= static_cast<unsigned char>(pattern[i + 1]) == c;
           i += 2;
-        } else if (i + 2 < n && pattern[i + 1] == '-' && pattern[i + 2] != ']') {
-          auto lo = static_cast<unsigned char>(pattern[i]);
-          auto hi = static_cast<unsigned char>(pattern[i + 2]);
+        } else if (i + 2 < n && pattern[i + 1] == '-') {
+          // As Redis: the end may be ], and the bounds compare as signed
+          // chars (glob.hpp).
+          auto lo = static_cast<signed char>(pattern[i]);
+          auto hi = static_cast<signed char>(pattern[i + 2]);
           if (lo > hi) std::swap(lo, hi);
-          found |= c >= lo && c <= hi;
+          const auto sc = static_cast<signed char>(c);
+          found |= sc >= lo && sc <= hi;
           i += 3;
         } else {
           found |= static_cast<unsigned char>(pattern[i]) == c;
@@ -54,6 +57,7 @@ bool element_matches(std::string_view pattern, std::size_t p, unsigned char c,
 }  // namespace
 
 bool glob_match(std::string_view pattern, std::string_view key) noexcept {
+  if (key.empty()) return pattern.empty() || pattern == "*";  // as Redis (glob.hpp)
   std::size_t p = 0;
   std::size_t k = 0;
   // After a *: where the pattern resumes, and the key byte the * would

@@ -204,6 +204,11 @@ TEST_CASE("glob: Redis's KEYS patterns") {
       {"a*b*c", "aXbYc", true},   {"a*b*c", "aXbY", false},    {"*a*a*a*a*a*a*b", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false},
       {"key[", "key", false},     {"[abc", "b", true},         {"**", "x", true},
       {"\\", "\\", true},
+      // Redis's quirks (glob.hpp), each checked against redis-server 7.0's KEYS.
+      {"[a-]", "a", true},       {"[a-]x]", "_", true},       {"[a-]x]", "x", true},
+      {"[a-]x]", "b", false},     {"[a-\xff]", "\x80", false}, {"[a-\xff]", "\xff", true},
+      {"[a-\xff]", "b", false},    {"[\x01-\x90]", "\x85", false}, {"[\x90-\xa0]", "\x95", true},
+      {"**", "", false},          {"?*", "", false},           {"", "", true},
   };
   for (const row& x : rows) {
     CAPTURE(x.pattern);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drives urt-kv over TCP, in both modes (urt and the plain Asio baseline).
 
-    kv_server_test.py URT_KV [REDIS_CLI] [PROMTOOL]
+    kv_server_test.py URT_KV [REDIS_CLI] [PROMTOOL] [REDIS_SERVER]
 
 Checks, for --mode urt and --mode asio:
   - the protocol: a table of requests (well-formed, pipelined, and every
@@ -15,6 +15,9 @@ Checks, for --mode urt and --mode asio:
   - /metrics: HTTP 200 with the Prometheus text format (promtool check
     metrics when PROMTOOL is given), 404 elsewhere;
   - redis-cli round trips (when REDIS_CLI is given);
+  - KEYS answers as redis-server's does, pattern for pattern, on keys and
+    patterns made of the bytes its matcher treats specially (when
+    REDIS_SERVER is given);
   - clean shutdown: SIGTERM and SIGINT with connections open exit 0; bad
     command lines exit 2 naming the option.
 No check depends on timing: waits have generous limits and only bound a
@@ -79,7 +82,12 @@ class Conn:
     """A RESP client connection that reads one reply at a time."""
 
     def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        if isinstance(port, str):  # a Unix socket's path
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(HANG)
+            self.sock.connect(port)
+        else:
+            self.sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
         self.buf = b""
 
     def send(self, data):
@@ -394,6 +402,51 @@ def redis_cli(cli, port):
     check("connected_clients:" in run("INFO", "clients"), "redis-cli INFO clients")
 
 
+def keys_like_redis(port, redis_server):
+    """KEYS against urt-kv and a real redis-server, same keys, same patterns."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "redis.sock")
+        proc = subprocess.Popen([redis_server, "--port", "0", "--unixsocket", path, "--save", "",
+                                 "--appendonly", "no", "--dir", d],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        servers.append(proc)
+        deadline = time.monotonic() + HANG
+        while not os.path.exists(path) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        if not check(os.path.exists(path), "redis-server started for the KEYS comparison"):
+            return
+        # Bytes that Redis's matcher treats specially, and bytes above 0x7f
+        # (its range bounds are signed chars).
+        alphabet = [b"a", b"b", b"x", b"_", b"]", b"[", b"-", b"^", b"\\", b"*", b"?", b"\x80",
+                    b"\x95", b"\xff"]
+        rng = random.Random(20261206)
+        keys = {b""} | {b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 3)))
+                        for _ in range(60)}
+        ours, theirs = Conn(port), Conn(path)
+        for k in keys:
+            ours.call("SET", b"glob:" + k, "1")
+            theirs.call("SET", b"glob:" + k, "1")
+
+        def listed(conn, pattern):
+            reply = conn.call("KEYS", b"glob:" + pattern)
+            return sorted(re.findall(rb"\$\d+\r\n(glob:[^\r]*)\r\n", reply)), reply[:1]
+
+        differ = []
+        for _ in range(3000):
+            pattern = b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6)))
+            if listed(ours, pattern) != listed(theirs, pattern):
+                differ.append(pattern)
+        check(not differ, f"KEYS differs from redis-server's on {len(differ)} of 3000 patterns, "
+                          f"first {differ[:5]!r}")
+        for k in keys:
+            ours.call("DEL", b"glob:" + k)
+        ours.close()
+        theirs.close()
+        proc.kill()
+        proc.wait()
+
+
 def command_line(binary):
     for args, needle in [(["--port", "70000"], '--port: "70000"'),
                          (["--mode", "fast"], '--mode: "fast"'),
@@ -452,6 +505,8 @@ def main():
     binary = sys.argv[1]
     cli = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] and not sys.argv[2].endswith("NOTFOUND") else None
     promtool = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] and not sys.argv[3].endswith("NOTFOUND") else None
+    redis_server = (sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] and not sys.argv[4].endswith("NOTFOUND")
+                    else None)
     command_line(binary)
     for mode in ("urt", "asio"):
         print(f"--- mode {mode}", flush=True)
@@ -470,6 +525,8 @@ def main():
         metrics(s.metrics_port, promtool)
         if cli:
             redis_cli(cli, s.port)
+        if redis_server and mode == "urt":  # one matcher serves both modes
+            keys_like_redis(s.port, redis_server)
         check(info(s.port, "mode") == mode, f"{mode}: INFO mode")
         held = Conn(s.port)  # still open at the signal
         check(held.call("PING") == b"+PONG\r\n", f"{mode}: PING before the signal")
@@ -483,7 +540,8 @@ def main():
         print(f"{len(failures)} failure(s)")
         return 1
     print("urt-kv: all checks passed" + ("" if cli else " (no redis-cli: its round trips skipped)") +
-          ("" if promtool else " (no promtool: its check skipped)"))
+          ("" if promtool else " (no promtool: its check skipped)") +
+          ("" if redis_server else " (no redis-server: the KEYS comparison skipped)"))
     return 0
 
 
