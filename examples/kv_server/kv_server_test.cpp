@@ -133,6 +133,13 @@ TEST_CASE("parser: every malformed request gets its error, fatal where framing i
       {"*1\r\n$x\r\n", "Protocol error: invalid bulk length", true},
       {"*1\r\n$-1\r\n", "Protocol error: invalid bulk length", true},
       {"*1\r\n$+3\r\n", "Protocol error: invalid bulk length", true},
+      // Leading zeros and -0, as redis-server answers them (string2ll).
+      {"*01\r\n$4\r\nPING\r\n", "Protocol error: invalid multibulk length", true},
+      {"*00\r\n", "Protocol error: invalid multibulk length", true},
+      {"*-0\r\n", "Protocol error: invalid multibulk length", true},
+      {"*1\r\n$04\r\nPING\r\n", "Protocol error: invalid bulk length", true},
+      {"*1\r\n$00\r\n", "Protocol error: invalid bulk length", true},
+      {"*1\r\n$-0\r\n", "Protocol error: invalid bulk length", true},
       {"*1\r\n$65\r\n", "Protocol error: invalid bulk length", true},  // > max_request
       {"*1\r\n$12345678901234567890123456789012345\r\n", "Protocol error: too big bulk count string", true},
       {"*1\r\n$3\r\nabcXY", "Protocol error: expected CRLF after a bulk string of 3 bytes", true},

@@ -177,6 +177,8 @@ PROTOCOL = [
     (b"*1\r\nPING\r\n", [b"-ERR Protocol error: expected '$', got 'P'\r\n"], False),
     (b"*1\r\n$-5\r\n", [b"-ERR Protocol error: invalid bulk length\r\n"], False),
     (b"*1\r\n$abc\r\n", [b"-ERR Protocol error: invalid bulk length\r\n"], False),
+    (b"*01\r\n$4\r\nPING\r\n", [b"-ERR Protocol error: invalid multibulk length\r\n"], False),
+    (b"*1\r\n$04\r\nPING\r\n", [b"-ERR Protocol error: invalid bulk length\r\n"], False),
     (b"*1\r\n$" + b"9" * 40 + b"\r\n", [b"-ERR Protocol error: too big bulk count string\r\n"], False),
     (b"*1\r\n$3\r\nabcXY", [b"-ERR Protocol error: expected CRLF after a bulk string of 3 bytes\r\n"], False),
     # --max-request 1024 (below)

@@ -63,7 +63,11 @@ line_status count_line(std::string_view data, std::size_t pos, std::string_view&
 }  // namespace
 
 bool parse_int64(std::string_view s, std::int64_t& v) noexcept {
-  if (s.empty() || s.front() == '+') return false;
+  const std::string_view magnitude = !s.empty() && s.front() == '-' ? s.substr(1) : s;
+  if (magnitude.empty() || (magnitude.front() == '0' && s.size() > 1) ||
+      magnitude.front() < '0' || magnitude.front() > '9') {
+    return false;  // string2ll: no sign but -, no leading zero, no -0
+  }
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   return ec == std::errc{} && end == s.data() + s.size();
 }

@@ -105,8 +105,10 @@ void reply_array_header(std::string& out, std::size_t n);         // *n
 /// ASCII case-insensitive equality, for command names.
 [[nodiscard]] bool equals_nocase(std::string_view a, std::string_view b) noexcept;
 
-/// Parses a whole decimal int64 (an optional '-' then digits, nothing else);
-/// false when `s` is not one or it overflows.
+/// Parses a whole decimal int64 as Redis's string2ll does: an optional '-'
+/// then digits, no leading zero (0 alone is the only one), no "-0",
+/// nothing else; false when `s` is not one or it overflows. So "*01" and
+/// "$04" are protocol errors, as redis-server answers them.
 [[nodiscard]] bool parse_int64(std::string_view s, std::int64_t& v) noexcept;
 
 }  // namespace kv
