@@ -47,6 +47,8 @@ class llc_bytes {
     }
     lines_n_ = n == 0 ? 0 : line + 1;
     lines_ = std::make_unique<byte_line[]>(lines_n_ == 0 ? 1 : lines_n_);  // value-initialized: 0
+    used_.assign(lines_n_, 0);
+    for (std::size_t w = 0; w < n; ++w) ++used_[line_of_[w]];
   }
 
   /// Worker w's byte.
@@ -62,6 +64,12 @@ class llc_bytes {
   [[nodiscard]] std::span<const std::atomic<std::uint8_t>> line(std::size_t l) const noexcept {
     return lines_[l].bytes;
   }
+  /// Line l's workers' bytes only (the first ones of the line): what a scan
+  /// for set bytes needs to look at. Two workers in one LLC look at 2 bytes,
+  /// not 64.
+  [[nodiscard]] std::span<const std::atomic<std::uint8_t>> used(std::size_t l) const noexcept {
+    return std::span<const std::atomic<std::uint8_t>>(lines_[l].bytes).first(used_[l]);
+  }
 
   static constexpr unsigned line_bytes = 64;
 
@@ -71,6 +79,7 @@ class llc_bytes {
   };
   std::vector<std::size_t> line_of_;   // worker -> its byte's line
   std::vector<std::uint8_t> byte_of_;  // worker -> its byte within the line
+  std::vector<std::uint8_t> used_;     // line -> how many workers' bytes it holds
   std::size_t lines_n_ = 0;
   std::unique_ptr<byte_line[]> lines_;
 };

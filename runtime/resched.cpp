@@ -57,8 +57,8 @@ unsigned resched_requests::claim_above(int level, unsigned self) noexcept {
   const std::size_t first = bytes_.line_of(self);
   for (std::size_t k = 0; k < lines; ++k) {
     const std::size_t l = (first + k) % lines;
-    const auto line = bytes_.line(l);
-    for (unsigned i = 0; i < llc_bytes::line_bytes; ++i) {
+    const auto line = bytes_.used(l);
+    for (unsigned i = 0; i < line.size(); ++i) {
       std::uint8_t seen = line[i].load(std::memory_order_relaxed);
       if (seen == 0) continue;
       ++set;

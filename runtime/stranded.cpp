@@ -11,7 +11,7 @@ stranded_marks::stranded_marks(unsigned workers) : stranded_marks(one_llc_places
 
 bool stranded_marks::any() const noexcept {
   for (std::size_t l = 0; l < marks_.lines(); ++l) {
-    for (const auto& b : marks_.line(l)) {
+    for (const auto& b : marks_.used(l)) {
       if (b.load(std::memory_order_relaxed) != 0) return true;
     }
   }

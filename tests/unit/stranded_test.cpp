@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "inbox.hpp"
+#include "llc_bytes.hpp"
 #include "stranded.hpp"
 #include "task_node.hpp"
 #include "urt/topology.hpp"
@@ -104,6 +105,33 @@ TEST_CASE("stranded_marks: per-LLC lines over a synthetic topology keep every wo
     CHECK(m.next(n - 1, 5) == 0);
     for (const unsigned w : picked) m.point(w, [] { return false; });
     CHECK_FALSE(m.any());
+  }
+}
+
+TEST_CASE("llc_bytes: used() is exactly each line's workers, and any() sees each worker alone") {
+  // LLCs of 20, of 80 (two lines: 64 + 16) and of 70 (64 + 6) workers.
+  for (const char* shape : {"l3:4 core:20 pu:1", "pack:2 l3:1 core:80 pu:1", "l3:3 core:35 pu:2"}) {
+    CAPTURE(shape);
+    const urt::topology topo(urt::topology_options{.source = urt::topology_source::synthetic(shape)});
+    const urt::detail::llc_bytes bytes(topo.workers());
+    const auto n = topo.worker_count();
+    std::vector<std::vector<unsigned>> in_line(bytes.lines());
+    for (std::size_t w = 0; w < n; ++w) in_line[bytes.line_of(w)].push_back(bytes.byte_of(w));
+    for (std::size_t l = 0; l < bytes.lines(); ++l) {
+      CAPTURE(l);
+      std::sort(in_line[l].begin(), in_line[l].end());
+      REQUIRE(bytes.used(l).size() == in_line[l].size());
+      for (std::size_t i = 0; i < in_line[l].size(); ++i) CHECK(in_line[l][i] == i);
+      CHECK(bytes.used(l).data() == bytes.line(l).data());
+    }
+    stranded_marks m(topo.workers());
+    for (unsigned w = 0; w < n; ++w) {
+      CAPTURE(w);
+      m.mark(w);
+      CHECK(m.any());
+      m.point(w, [] { return false; });
+      CHECK_FALSE(m.any());
+    }
   }
 }
 
