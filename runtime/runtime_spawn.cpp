@@ -28,7 +28,7 @@ using detail::ns_text;
 runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec, const char* api) {
   impl_->check_spec(spec, "task_spec");
   return place_spawn(spec.priority, spec.affinity ? &*spec.affinity : nullptr, spec.group.id(), api,
-                     false, relation::fork);
+                     false, relation::fork, when_stopped::refuse);
 }
 
 void runtime::impl::check_spec(const task_spec& spec, const char* what) const {
@@ -54,7 +54,7 @@ void runtime::impl::check_spec(const task_spec& spec, const char* what) const {
 
 runtime::spawn_ticket runtime::place_spawn(priority_t p, const worker_set* affinity,
                                            unsigned group, const char* api, bool completion,
-                                           relation rel) {
+                                           relation rel, when_stopped stopped) {
   const auto n = static_cast<unsigned>(impl_->workers.size());
   // Count the acceptance before writing the node: its seq_cst RMW is a full
   // barrier, cheapest while no stores to the node are pending behind it.
@@ -77,13 +77,13 @@ runtime::spawn_ticket runtime::place_spawn(priority_t p, const worker_set* affin
     // stop() storing the state, then reading the counts: a spawn either
     // sees the stop and backs out, or stop() sees its count and waits.
     // A completion on a worker outside a task is not waited for by any
-    // task, so it backs out like an external spawn, without throwing.
+    // task, so it backs out like an external spawn.
     w.count_remote_accept();
     const run_state state = impl_->shared.state.load(std::memory_order_seq_cst);
     if (state != run_state::running && (self == nullptr || completion)) {
       w.uncount_remote_accept();
       impl_->note_change();
-      if (completion) return spawn_ticket(impl_.get(), nullptr, target, false);
+      if (stopped == when_stopped::back_out) return spawn_ticket(impl_.get(), nullptr, target, false);
       throw runtime_stopped(std::string(api) + (state == run_state::stopped
                                                     ? ": the runtime is stopped"
                                                     : ": the runtime is stopping"));
@@ -112,7 +112,14 @@ runtime::spawn_ticket runtime::place_spawn(priority_t p, const worker_set* affin
 runtime::spawn_ticket runtime::begin_executor_spawn(priority_t p, const worker_set* affinity,
                                                     unsigned group, relation rel) {
   const bool completion = detail::current.owner == impl_.get() && detail::current.task == nullptr;
-  return place_spawn(p, affinity, group, "urt::executor::execute", completion, rel);
+  // Asio calls execute() where an exception can only end the process: a
+  // suspended coroutine's destructor posts the frame's destruction to its
+  // executor, and co_spawn does it again while unwinding from a refused
+  // first post. So once stop() has begun an executor backs out: the
+  // function object is destroyed unrun by its caller, as Asio destroys a
+  // stopped io_context's handlers (executor.hpp, "Errors").
+  return place_spawn(p, affinity, group, "urt::executor::execute", completion, rel,
+                     when_stopped::back_out);
 }
 
 urt::executor runtime::executor(const task_spec& spec) {

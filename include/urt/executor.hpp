@@ -45,11 +45,17 @@
 // resumes at a priority of Asio's choosing.
 //
 // Errors: urt::priority(p) with p outside 0..99, and rt.executor() with a
-// bad spec, throw std::invalid_argument naming the value; executing on an
-// executor whose runtime has begun to stop throws urt::runtime_stopped
-// (from outside the runtime's tasks, as spawn does). Once stop() begins,
-// I/O completions are no longer delivered: their handlers are destroyed
-// unrun, as Asio does for an io_context that is stopped and destroyed.
+// bad spec, throw std::invalid_argument naming the value; rt.executor()
+// throws urt::runtime_stopped once stop() has begun. Executing never
+// throws runtime_stopped: from outside the runtime's tasks, once stop()
+// has begun, the function object is destroyed unrun on the calling thread
+// (tasks of the runtime, which stop(drain) waits for, still execute), as
+// Asio destroys the handlers of a stopped io_context. Asio executes from
+// places where an exception could only end the process (a suspended
+// coroutine's destructor posts the frame's destruction to its executor;
+// co_spawn does it while unwinding); runtime::spawn, the native API, does
+// throw. Once stop() begins, I/O completions are no longer delivered:
+// their handlers are destroyed unrun too.
 #pragma once
 
 #include <asio/associated_executor.hpp>
@@ -270,8 +276,10 @@ class executor {
 
 /// A type-erased executor that keeps the priority property: Asio's
 /// any_io_executor with urt::priority_property added, for code that wants
-/// one executor type for urt and other contexts
-/// (asio::awaitable<T, urt::any_executor>, I/O objects).
+/// one executor type for every urt executor, whatever its properties, and
+/// strands over them (asio::awaitable<T, urt::any_executor>, I/O objects).
+/// The priority property is required, so it holds no executor of another
+/// context (an io_context's, a thread_pool's): asio::any_io_executor does.
 using any_executor = asio::execution::any_executor<
     asio::execution::context_as_t<asio::execution_context&>,
     asio::execution::blocking_t::never_t,

@@ -245,11 +245,15 @@ class runtime {
 
   // `api` names the caller in runtime_stopped's message.
   spawn_ticket begin_spawn(const task_spec& spec, const char* api);
-  // begin_spawn() after the spec's checks; `completion`: from a worker
-  // outside a task, back out (a ticket without a node) instead of throwing
-  // once stop() has begun.
+  // What a spawn from outside the runtime's tasks does once stop() has
+  // begun: refuse (throw runtime_stopped, naming `api`), or back out (a
+  // ticket without a node: the caller's function object is destroyed
+  // unrun, as Asio destroys a stopped context's handlers; executors).
+  enum class when_stopped : bool { refuse, back_out };
+  // begin_spawn() after the spec's checks. `completion`: from a worker
+  // outside a task (an I/O completion), counted as a remote spawn.
   spawn_ticket place_spawn(priority_t p, const worker_set* affinity, unsigned group,
-                           const char* api, bool completion, relation rel);
+                           const char* api, bool completion, relation rel, when_stopped stopped);
   spawn_ticket begin_executor_spawn(priority_t p, const worker_set* affinity, unsigned group,
                                     relation rel);
   void commit_spawn(spawn_ticket& ticket) noexcept;

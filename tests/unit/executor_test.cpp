@@ -25,6 +25,7 @@
 #include <chrono>
 #include <future>
 #include <latch>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -475,9 +476,7 @@ TEST_CASE("executor: bad inputs get clear errors") {
   CHECK_THROWS_WITH_AS((void)rt.executor({.affinity = urt::worker_set{1}}, 0),
                        "runtime::executor: home: worker 0 is outside task_spec.affinity",
                        std::invalid_argument);
-  const urt::executor ex = rt.executor({.priority = 3});
   rt.stop();
-  CHECK_THROWS_AS(asio::post(ex, [] {}), urt::runtime_stopped);
   CHECK_THROWS_WITH_AS((void)rt.executor(), "runtime::executor: the runtime is stopping or stopped",
                        urt::runtime_stopped);
 }
@@ -551,6 +550,100 @@ TEST_CASE("executor: coroutines suspended on I/O when the runtime stops are dest
     CHECK(resumed.load() == 0);
     CHECK_THROWS(settled.get());  // destroyed unrun: a broken promise
   }
+}
+
+namespace {
+// A one-shot event that keeps its waiter's completion handler (a common
+// Asio idiom for user-defined operations): fired, or dropped unrun.
+struct stored_handler_event {
+  struct base {
+    virtual ~base() = default;
+  };
+  template <class H>
+  struct model final : base {
+    H handler;
+    explicit model(H&& h) : handler(std::move(h)) {}
+  };
+  std::unique_ptr<base> pending;
+  std::atomic<bool> armed{false};
+  template <class Token>
+  auto async_wait(Token&& token) {
+    return asio::async_initiate<Token, void(std::error_code)>(
+        [this](auto h) {
+          pending = std::make_unique<model<decltype(h)>>(std::move(h));
+          armed.store(true);
+        },
+        token);
+  }
+};
+
+urt::awaitable<void> wait_on_event(stored_handler_event& ev, std::atomic<int>& destroyed,
+                                   std::atomic<int>& resumed) {
+  const frame_witness witness(destroyed);
+  co_await ev.async_wait(urt::use_awaitable);
+  resumed.fetch_add(1);
+}
+
+struct destruction_witness {
+  std::atomic<int>* destroyed;
+  bool owner = true;
+  explicit destruction_witness(std::atomic<int>& d) : destroyed(&d) {}
+  destruction_witness(destruction_witness&& o) noexcept : destroyed(o.destroyed) { o.owner = false; }
+  destruction_witness& operator=(destruction_witness&&) = delete;
+  ~destruction_witness() {
+    if (owner) destroyed->fetch_add(1);
+  }
+};
+}  // namespace
+
+TEST_CASE("executor: once stopped, execute() destroys the function unrun and never throws") {
+  // Asio calls execute() where an exception can only end the process: a
+  // suspended coroutine's destructor posts the frame's destruction to its
+  // executor (here: a handler a user operation kept, dropped after the
+  // stop), and co_spawn posts again while unwinding from a refused first
+  // post. Both ended in std::terminate when a stopped runtime's executor
+  // threw runtime_stopped.
+  std::atomic<int> destroyed{0};
+  std::atomic<int> resumed{0};
+  std::atomic<int> ran{0};
+  stored_handler_event ev;
+  urt::runtime rt(urt_test::synthetic_workers(2));
+  const urt::executor ex = rt.executor({.priority = 20});
+  asio::co_spawn(ex, wait_on_event(ev, destroyed, resumed), asio::detached);
+  while (!ev.armed.load()) std::this_thread::yield();
+  rt.stop();
+  CHECK(destroyed.load() == 0);  // the frame lives in the kept handler
+  ev.pending.reset();            // its destruction is posted to the stopped runtime
+  CHECK(destroyed.load() == 1);
+  CHECK(resumed.load() == 0);
+  // post, dispatch and defer: the function object is destroyed unrun, on
+  // this thread.
+  std::atomic<int> posted_destroyed{0};
+  const auto counted = [&] { return [w = destruction_witness(posted_destroyed), &ran] { ran.fetch_add(1); }; };
+  CHECK_NOTHROW(asio::post(ex, counted()));
+  CHECK_NOTHROW(asio::dispatch(ex, counted()));
+  CHECK_NOTHROW(asio::defer(asio::require(ex, urt::priority(90)), counted()));
+  CHECK(posted_destroyed.load() == 3);
+  // co_spawn: the new coroutine's frame (its parameter counts it) is
+  // destroyed unrun; use_future's future is broken.
+  const auto never_started = [&ran](destruction_witness) -> urt::awaitable<void> {
+    ran.fetch_add(1);
+    co_return;
+  };
+  std::atomic<int> frames{0};
+  CHECK_NOTHROW(asio::co_spawn(ex, never_started(destruction_witness(frames)), asio::detached));
+  CHECK(frames.load() == 1);
+  std::future<void> f;
+  CHECK_NOTHROW(
+      f = asio::co_spawn(ex, never_started(destruction_witness(frames)), asio::use_future));
+  CHECK(frames.load() == 2);
+  REQUIRE(f.valid());
+  CHECK(f.wait_for(0s) == std::future_status::ready);
+  CHECK_THROWS(f.get());
+  CHECK(ran.load() == 0);
+  CHECK(resumed.load() == 0);
+  CHECK(destroyed.load() == 1);
+  CHECK(rt.stats().total().accepted == rt.stats().total().completed);
 }
 
 TEST_CASE("executor: a pending operation at stop() is destroyed unrun, and nothing leaks") {
