@@ -9,13 +9,17 @@ namespace urt::detail::node_pool {
 namespace {
 
 // The shared depot: a stack of free node pointers, and every chunk ever
-// allocated (freed at process exit, so a leaked runtime leaks nothing).
+// allocated. Never destroyed: a runtime with static storage duration (a
+// global, a function-local singleton) is made before the depot, which
+// comes with the first spawn, so it is destroyed after it and still has
+// tasks to drain (and workers giving nodes back) when the depot would go.
+// Its memory stays reachable until the process ends.
 // Magazines hold pointers, not linked nodes: taking a node never reads the
 // node itself, whose cache lines were last written on another core.
 class depot {
  public:
   static depot& instance() {
-    static depot d;
+    static depot& d = *new depot;  // immortal (see above)
     return d;
   }
   // Fills out[0..n) with free nodes, n <= pool_batch; grows by one chunk
@@ -27,6 +31,14 @@ class depot {
     std::copy(free_.end() - static_cast<std::ptrdiff_t>(n), free_.end(), out);
     free_.resize(free_.size() - n);
     return n;
+  }
+  // One free node, for a thread whose magazine is closed; grows as take().
+  task_node* take_one() {
+    std::lock_guard lock(mutex_);
+    if (free_.empty()) grow();
+    task_node* node = free_.back();
+    free_.pop_back();
+    return node;
   }
   // Takes back n nodes. Never allocates: free_ has room for every node.
   void give(task_node* const* in, std::size_t n) noexcept {
@@ -60,23 +72,46 @@ class depot {
 };
 
 // The calling thread's magazine: at most 2 * pool_batch node pointers.
+// Trivially destructible, so that it stays usable for the whole life of
+// the thread, also from the destructors of other thread_local objects: one
+// made before the thread's first spawn is destroyed after the magazine's
+// closer, and may spawn (a per-thread buffer flushed as a task). The closer
+// gives the nodes back and closes the magazine; from then on the thread
+// takes and gives single nodes straight from and to the depot, so nothing
+// is left in it when the thread ends.
 struct magazine {
-  depot& home = depot::instance();  // constructed first, so destroyed after us
   std::size_t count = 0;
+  bool closed = false;
   task_node* slots[2 * pool_batch];
-  ~magazine() { home.give(slots, count); }
+};
+thread_local magazine tls_magazine;
+
+struct magazine_closer {
+  magazine_closer() = default;
+  magazine_closer(const magazine_closer&) = delete;
+  magazine_closer& operator=(const magazine_closer&) = delete;
+  ~magazine_closer() {
+    magazine& m = tls_magazine;
+    depot::instance().give(m.slots, m.count);
+    m.count = 0;
+    m.closed = true;
+  }
 };
 
 magazine& local() {
-  thread_local magazine m;
-  return m;
+  thread_local magazine_closer closer;  // registered at the thread's first use
+  (void)closer;
+  return tls_magazine;
 }
 
 }  // namespace
 
 task_node* allocate() {
   magazine& m = local();
-  if (m.count == 0) m.count = m.home.take(m.slots);
+  if (m.count == 0) {
+    if (m.closed) return depot::instance().take_one();
+    m.count = depot::instance().take(m.slots);
+  }
   task_node* node = m.slots[--m.count];
   if (m.count > 0) {
     // The next node's lines were last written by the worker that ran it:
@@ -91,8 +126,12 @@ depot_shape shape() noexcept { return depot::instance().shape(); }
 
 void release(task_node* node) noexcept {
   magazine& m = local();
+  if (m.closed) {
+    depot::instance().give(&node, 1);
+    return;
+  }
   if (m.count == 2 * pool_batch) {
-    m.home.give(m.slots + pool_batch, pool_batch);
+    depot::instance().give(m.slots + pool_batch, pool_batch);
     m.count = pool_batch;
   }
   m.slots[m.count++] = node;

@@ -12,8 +12,10 @@ namespace urt::detail {
 /// may allocate and free, including a thread other than the allocating one.
 /// Steady state touches only the calling thread's magazine; moving a batch
 /// to or from the depot takes one mutex per `pool_batch` nodes; the heap is
-/// used only while the pool grows. Nodes are returned to the depot when a
-/// thread exits and freed at process exit.
+/// used only while the pool grows. A thread's nodes go back to the depot
+/// when it exits (a spawn from a later thread_local destructor then takes
+/// its node from the depot); the depot is never destroyed, so runtimes of
+/// static storage duration may still spawn and drain during exit.
 namespace node_pool {
 /// Nodes moved between a thread and the depot at once.
 inline constexpr std::size_t pool_batch = 64;

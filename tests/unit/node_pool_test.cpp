@@ -73,3 +73,46 @@ TEST_CASE("node_pool: concurrent allocate and release from many threads") {
     for (task_node* n : v) pool::release(n);
   }
 }
+
+namespace {
+// A thread_local made before the thread's first allocation, so destroyed
+// after the pool's magazine closer: its destructor allocates and releases
+// (a per-thread buffer that spawns a flush task at thread exit).
+std::vector<task_node*>* exit_kept = nullptr;  // set before the thread starts
+struct allocates_at_exit {
+  ~allocates_at_exit() {
+    std::vector<task_node*> released;
+    for (std::size_t i = 0; i < 3 * pool::pool_batch; ++i) {
+      task_node* n = pool::allocate();
+      (i % 2 == 0 ? *exit_kept : released).push_back(n);
+    }
+    for (task_node* n : released) pool::release(n);
+  }
+};
+}  // namespace
+
+TEST_CASE("node_pool: a thread_local destructor after the magazine closed gets distinct nodes") {
+  // The magazine used to be destroyed with its count left as it was, and
+  // the destructor above reused its slots: nodes already given back to the
+  // depot, handed out a second time (accepted tasks lost, stop() hung).
+  std::vector<task_node*> kept_at_exit;
+  exit_kept = &kept_at_exit;
+  std::thread t([] {
+    thread_local allocates_at_exit late;
+    (void)late;
+    std::vector<task_node*> mine;
+    for (std::size_t i = 0; i < pool::pool_batch + 5; ++i) mine.push_back(pool::allocate());
+    for (task_node* n : mine) pool::release(n);  // the magazine holds nodes at exit
+  });
+  t.join();
+  REQUIRE(kept_at_exit.size() == 3 * pool::pool_batch / 2);
+  // Everything the depot hands out now must differ from the nodes the
+  // exiting thread still holds.
+  std::vector<task_node*> now;
+  for (std::size_t i = 0; i < 8 * pool::pool_batch; ++i) now.push_back(pool::allocate());
+  std::set<task_node*> live(kept_at_exit.begin(), kept_at_exit.end());
+  CHECK(live.size() == kept_at_exit.size());
+  for (task_node* n : now) CHECK(live.insert(n).second);
+  for (task_node* n : now) pool::release(n);
+  for (task_node* n : kept_at_exit) pool::release(n);
+}
