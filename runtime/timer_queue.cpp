@@ -5,13 +5,13 @@
 namespace urt::detail {
 
 void timer_queue::push(task_node* node) {
-  heap_.push_back(node);
+  heap_.push_back({node, pushed_++});
   std::push_heap(heap_.begin(), heap_.end(), later);
 }
 
 task_node* timer_queue::pop() noexcept {
   std::pop_heap(heap_.begin(), heap_.end(), later);
-  task_node* node = heap_.back();
+  task_node* node = heap_.back().node;
   heap_.pop_back();
   return node;
 }

@@ -271,6 +271,13 @@ void worker::enqueue(task_node* node) noexcept {
                                  run_state::cancelling);
       return;
     }
+    // Due already (spawn_at with a past deadline, a series starting now):
+    // it joins the run queue in its place among the nodes taken in with it,
+    // as a spawn() made then, not after them at this step's release_due().
+    if (node->release <= clock::now()) {
+      release(node);
+      return;
+    }
     timers_.push(node);
   } else {
     q_.enqueue(node, id_);

@@ -201,7 +201,14 @@ class worker {
   // a request above `level` (resched.hpp), takes that worker's inbox nodes
   // above `level` in for it and pulls its most urgent task here.
   void serve_resched(int level) noexcept;
+  // Under the queue lock: the timed releases due now into the run queue, in
+  // release order (ties: the order they reached the timer queue).
   void release_due() noexcept;
+  // Under the queue lock: a due timed node into the run queue, or the end
+  // of a series cancelled meanwhile.
+  void release(task_node* node) noexcept;
+  // Under the queue lock: a node taken in (inbox, local spawn) into the run
+  // queue, or, timed and not due yet, into the timer queue.
   void enqueue(task_node* node) noexcept;
   void cancel_queued() noexcept;
   void end_periodic_series() noexcept;

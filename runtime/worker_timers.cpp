@@ -20,14 +20,18 @@ void worker::release_due() noexcept {
   while (task_node* next = timers_.top()) {
     if (next->release > now) break;
     timers_.pop();
-    // A cancelled series ends at its next release instead of running.
-    // Acquire: pairs with the release store in periodic_task::cancel().
-    if (next->series() != nullptr && next->series()->cancelled.load(std::memory_order_acquire)) {
-      discard_unlocked(next, false);
-      continue;
-    }
-    q_.enqueue(next, id_);
+    release(next);
   }
+}
+
+void worker::release(task_node* node) noexcept {
+  // A cancelled series ends at its next release instead of running.
+  // Acquire: pairs with the release store in periodic_task::cancel().
+  if (node->series() != nullptr && node->series()->cancelled.load(std::memory_order_acquire)) {
+    discard_unlocked(node, false);
+    return;
+  }
+  q_.enqueue(node, id_);
 }
 
 void worker::end_periodic_series() noexcept {

@@ -97,6 +97,14 @@ class runtime {
   /// std::invalid_argument for clock::time_point::max(), a deadline that
   /// never comes. stop(drain) waits for pending deadlines; stop(cancel)
   /// drops them and counts them.
+  ///
+  /// Order within a priority: a deadline already passed when the worker
+  /// takes the task in queues it there as a spawn() would. A later one
+  /// queues it at the worker's first scheduling point at or after the
+  /// deadline, behind the spawns that point takes in; releases due at the
+  /// same point queue in deadline order, equal deadlines in the order the
+  /// worker took them in (for one caller, the order of its calls; for
+  /// series of one period and start, the order they were made).
   template <class F>
     requires std::invocable<std::decay_t<F>&> && std::constructible_from<std::decay_t<F>, F&&>
   void spawn_at(clock::time_point deadline, const task_spec& spec, F&& fn) {

@@ -72,6 +72,95 @@ TEST_CASE("timer: the timer queue pops in release order and filters") {
   CHECK(q.top() == nullptr);
 }
 
+TEST_CASE("timer: the timer queue pops equal releases in push order") {
+  // A heap is not stable: ten equal deadlines came out as 6 2 0 1 3 5 7 4 9 8.
+  std::vector<urt::detail::task_node> nodes(300);
+  std::mt19937 rng(7);
+  urt::detail::timer_queue q;
+  for (auto& n : nodes) {
+    n.timed = true;
+    n.release = urt::clock::time_point{std::chrono::nanoseconds{rng() % 5}};  // many ties
+    q.push(&n);
+  }
+  // remove_if_not rebuilds the heap: ties keep their order through it.
+  q.remove_if_not([&](urt::detail::task_node* n) { return (n - nodes.data()) % 3 != 0; },
+                  [](urt::detail::task_node*) {});
+  const urt::detail::task_node* last = nullptr;
+  while (!q.empty()) {
+    const urt::detail::task_node* n = q.pop();
+    CHECK((n - nodes.data()) % 3 != 0);
+    if (last != nullptr) {
+      CHECK(n->release >= last->release);
+      if (n->release == last->release) CHECK(n > last);  // pushed later
+    }
+    last = n;
+  }
+}
+
+TEST_CASE("timer: releases of one priority run first in first out: equal deadlines, past ones among spawns") {
+  // One worker, held at 99 while everything is queued.
+  urt::runtime rt(one_worker());
+  std::atomic<bool> go{false};
+  std::atomic<bool> holding{false};
+  rt.spawn(urt::task_spec{.priority = 99}, [&] {
+    holding.store(true);
+    while (!go.load()) std::this_thread::yield();
+  });
+  while (!holding.load()) std::this_thread::yield();
+  std::mutex m;
+  std::vector<int> order;
+  const auto record = [&](int i) {
+    return [&, i] {
+      std::lock_guard lock(m);
+      order.push_back(i);
+    };
+  };
+  // 0-9: one deadline, already passed; 10-19: spawn_at(past) and spawn()
+  // alternating; 20-29: one deadline ahead, all queued before it comes.
+  const urt::clock::time_point past = urt::clock::now() - 1s;
+  for (int i = 0; i < 10; ++i) rt.spawn_at(past, urt::task_spec{.priority = 40}, record(i));
+  for (int i = 10; i < 20; ++i) {
+    if (i % 2 == 0) {
+      rt.spawn_at(past - std::chrono::seconds{i}, urt::task_spec{.priority = 40}, record(i));
+    } else {
+      rt.spawn(urt::task_spec{.priority = 40}, record(i));
+    }
+  }
+  const urt::clock::time_point ahead = urt::clock::now() + 50ms;
+  for (int i = 20; i < 30; ++i) rt.spawn_at(ahead, urt::task_spec{.priority = 40}, record(i));
+  go.store(true);
+  rt.stop();  // drain: waits for the deadline ahead
+  std::vector<int> expected(30);
+  for (int i = 0; i < 30; ++i) expected[static_cast<std::size_t>(i)] = i;
+  CHECK(order == expected);
+}
+
+TEST_CASE("timer: series with one start and period release in the order they were made, every period") {
+  urt::runtime rt(one_worker());
+  std::mutex m;
+  std::vector<int> order;
+  std::atomic<int> runs{0};
+  const urt::clock::time_point start = urt::clock::now() + 5ms;
+  std::vector<urt::periodic_task> series;
+  for (int i = 0; i < 6; ++i) {
+    series.push_back(rt.every(2ms, urt::task_spec{.priority = 30}, [&, i] {
+      std::lock_guard lock(m);
+      order.push_back(i);
+      runs.fetch_add(1);
+    }, start));
+  }
+  while (runs.load() < 6 * 8) std::this_thread::yield();
+  for (urt::periodic_task& s : series) s.cancel();
+  rt.stop();
+  std::lock_guard lock(m);
+  REQUIRE(order.size() >= 6 * 8);
+  // Whole periods only (a cancel may land mid-period): each is 0..5.
+  for (std::size_t k = 0; k + 6 <= order.size() && k < 6 * 8; k += 6) {
+    CAPTURE(k);
+    for (int i = 0; i < 6; ++i) CHECK(order[k + static_cast<std::size_t>(i)] == i);
+  }
+}
+
 TEST_CASE("timer: every() releases drift-free at start + k * period") {
   for (const wake_setup& setup : wake_setups) {
     CAPTURE(setup.name);
