@@ -68,6 +68,14 @@ void validate_bandwidth(const bandwidth_options& b, const char* prefix) {
 }
 
 void validate_group_budget(const group_budget& budget, const char* prefix) {
+  // A group budget is always held strictly (group.hpp): the period and
+  // range checks are the runtime-wide budget's, and a runtime of 0 is out
+  // of its range, 0 < runtime <= period, as the group's own contract says.
+  if (budget.period.count() > 0 && budget.runtime.count() == 0) {
+    throw std::invalid_argument(std::string(prefix) +
+                                ".runtime: 0ns is not in (0, period]: a group with no FIFO time "
+                                "would never run a task");
+  }
   validate_bandwidth({.mode = throttle_mode::strict, .runtime = budget.runtime, .period = budget.period},
                      prefix);
 }

@@ -791,8 +791,8 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
             (void)rt.make_group(
                 urt::group_options{.name = "g", .budget = urt::group_budget{0ns, 10ms}});
           },
-          "runtime::make_group: group_options.budget.runtime: 0ns under a strict budget would "
-          "never run a FIFO task"),
+          "runtime::make_group: group_options.budget.runtime: 0ns is not in (0, period]: a group "
+          "with no FIFO time would never run a task"),
       reject<std::invalid_argument>(
           "make_group: budget period 0 (the default group_budget)",
           [&] {

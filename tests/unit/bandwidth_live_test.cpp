@@ -534,8 +534,8 @@ TEST_CASE("bandwidth_live: bad groups and group budgets are rejected naming the 
   CHECK(message([&] { rt.make_group({.budget = urt::group_budget{0ms, 0ms}}); }) ==
         "runtime::make_group: group_options.budget.period: 0ns is not positive");
   CHECK(message([&] { rt.make_group({.budget = urt::group_budget{0ms, 1ms}}); }) ==
-        "runtime::make_group: group_options.budget.runtime: 0ns under a strict budget would "
-        "never run a FIFO task");
+        "runtime::make_group: group_options.budget.runtime: 0ns is not in (0, period]: a group "
+        "with no FIFO time would never run a task");
   CHECK(message([&] { rt.spawn({.priority = 10, .group = foreign}, [] {}); }) ==
         "task_spec.group: group 1 belongs to another runtime");
   CHECK(message([&] { rt.set_bandwidth(foreign, urt::group_budget{1ms, 2ms}); }) ==
