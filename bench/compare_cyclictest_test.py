@@ -77,7 +77,14 @@ def test_percentiles(script):
                         (["--xmax", "-5"], "--xmax"),
                         (["-D", "ten"], "-D: 'ten'"),
                         (["-p", "100"], "-p: '100'"),
-                        (["--", "-q"], "'-q' after --")):
+                        (["--", "-q"], "'-q' after --"),
+                        # -N would make every figure nanoseconds under "(us)" labels.
+                        (["--", "-N"], "'-N' after --"),
+                        (["--urt-args=--nsecs"], "'--nsecs' in --urt-args"),
+                        (["--kernel-args=-i200"], "'-i200' in --kernel-args: -i"),
+                        (["--", "-t2"], "(use its own -t)"),
+                        (["--svg", "/nonexistent-dir/x.svg"], "--svg: '/nonexistent-dir/x.svg'"),
+                        (["--json", "/nonexistent-dir/x.json"], "--json: '/nonexistent-dir/x.json'")):
         err = io.StringIO()
         code = None
         with contextlib.redirect_stderr(err):

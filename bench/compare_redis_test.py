@@ -96,7 +96,8 @@ def test_parse(script):
                  (["--threads", "0"], "--threads: '0'"),
                  (["--rounds", "0"], "--rounds: '0'"),
                  (["--rounds", "two"], "--rounds: 'two'"),
-                 (["--server-cpus", "x"], "--server-cpus: 'x'")]
+                 (["--server-cpus", "x"], "--server-cpus: 'x'"),
+                 (["--json", "/nonexistent-dir/x.json"], "--json: '/nonexistent-dir/x.json'")]
     if len(allowed) >= 2:
         first = str(allowed[0])
         bad_lines += [(["--server-cpus", first, "--client-cpus", first], "overlap"),
@@ -122,6 +123,9 @@ def test_parse(script):
           "an unexpected test is an error")
     nan = CSV.replace('"0.575"', '"-nan"')
     check(raises(cr, cr.parse_csv, nan, tests, "t") is not None, "a NaN is an error")
+    # redis-benchmark -n 1 reports inf requests/s (the run took 0 ms).
+    inf = CSV.replace('"46296.30"', '"inf"')
+    check(raises(cr, cr.parse_csv, inf, tests, "t") is not None, "inf requests/s is an error")
     zero = CSV.replace('"46296.30"', '"0.00"')
     check(raises(cr, cr.parse_csv, zero, tests, "t") is not None, "0 requests/s is an error")
     check(raises(cr, cr.parse_csv, "\n".join(lines[1:]), tests, "t") is not None,
