@@ -1912,6 +1912,46 @@ TEST_CASE("binary: -N reports every latency in ns: status lines, JSON, histogram
   CHECK(us.find(" Avg:") - us.find(" Act:") == 5 + 5);  // %5ld
 }
 
+TEST_CASE("binary: a thread that takes no sample reports as cyclictest's: its tid, its CPU, Min 1000000") {
+  // -d 100000 -l 5: thread 1's first release (101 ms) comes after thread 0's
+  // five (5 ms) and the run ends. It used to say tid 0 on its T: line, and
+  // min 0 with cpu and node -1 in the JSON and 00000 in the footer, where
+  // cyclictest (and urt's own T: line) say 1000000.
+  temp_file json_out("json");
+  temp_file out("out");
+  REQUIRE(run_binary("-t 2 -i 1000 -d 100000 -l 5 -q --policy=other --json=" + json_out.path,
+                     out.path) == 0);
+  const std::string text = slurp(out.path);
+  CAPTURE(text);
+  const status_line t0 = status_of(text, 0);
+  const status_line t1 = status_of(text, 1);
+  REQUIRE(t1.index == 1);
+  CHECK(t0.cycles == 5);
+  CHECK(t1.cycles == 0);
+  CHECK(t1.tid > 0);
+  CHECK(t1.tid != t0.tid);  // two workers: two threads
+  CHECK(t1.min == 1000000);
+  const json j = parse_json(slurp(json_out.path));
+  CHECK(j["thread"]["1"]["cycles"].num() == 0);
+  CHECK(j["thread"]["1"]["min"].num() == 1000000);
+  CHECK(j["thread"]["1"]["cpu"].num() >= 0);
+  CHECK(j["thread"]["1"]["node"].num() >= 0);
+  CHECK(j["thread"]["1"]["cpu"].num() != j["thread"]["0"]["cpu"].num());
+  // With -h the histogram's footer stands for the T: lines.
+  // -h sets -d to 0 (as cyclictest): -A 200000 starts thread 1 200 ms late.
+  REQUIRE(run_binary("-t 2 -i 1000 -A 200000 -l 5 -q -h 3 --policy=other", out.path) == 0);
+  const std::string histogram = slurp(out.path);
+  CAPTURE(histogram);
+  bool footer = false;
+  for (const std::string& line : lines_of(histogram)) {
+    if (line.starts_with("# Min Latencies:")) {
+      footer = true;
+      CHECK(line.ends_with(" 1000000"));
+    }
+  }
+  CHECK(footer);
+}
+
 TEST_CASE("binary: -b stops the run at the first latency above it and prints the break lines") {
   temp_file json_out("json");
   temp_file out("out");

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <latch>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -92,6 +93,7 @@ struct measured {
   std::uint64_t loops;
   run_control* ctl;
   std::atomic<urt::periodic_task*> handle{nullptr};
+  // Its worker's, set before its series starts (a series never migrates).
   std::atomic<int> tid{0};
   std::atomic<int> worker{-1};
   std::atomic<bool> finished{false};
@@ -129,14 +131,7 @@ struct measured {
     const std::uint64_t done = stats.cycles();
     const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - due).count();
     stats.record(ns);
-    int my_tid = 0;
-    if (done == 0) {  // once: a system call after the measurement, not before
-      my_tid = static_cast<int>(::syscall(SYS_gettid));
-      tid.store(my_tid, std::memory_order_relaxed);
-      worker.store(static_cast<int>(urt::this_task::worker_id()), std::memory_order_relaxed);
-    } else {
-      my_tid = tid.load(std::memory_order_relaxed);
-    }
+    const int my_tid = tid.load(std::memory_order_relaxed);
     const std::int64_t value = in_unit(ns, stats.unit());
     if (ring) {
       writing.store(done + 1, std::memory_order_relaxed);
@@ -601,10 +596,28 @@ int run(options o) {
   ctl.spike = static_cast<std::int64_t>(o.spike);
   if (o.spike != 0) ctl.spikes.resize(o.spike_nodes);
   ctl.end_on_finish = o.refresh_on_max;
+  // Thread n is a series on worker n % workers (below): its tid (T: line,
+  // -b, histogram header) and CPU (JSON) are that worker's from the start,
+  // as cyclictest's are its thread's, also for a thread that takes no
+  // sample before the run ends (-l, -A). One task per worker reads them.
+  std::vector<int> worker_tids(workers, 0);
+  {
+    std::latch named(static_cast<std::ptrdiff_t>(workers));
+    for (unsigned w = 0; w < workers; ++w) {
+      rt->spawn(urt::task_spec{.priority = urt::priority_max, .affinity = urt::worker_set{w}},
+                [&worker_tids, &named, w] {
+                  worker_tids[w] = static_cast<int>(::syscall(SYS_gettid));
+                  named.count_down();
+                });
+    }
+    named.wait();
+  }
   threads.reserve(nthreads);
   for (unsigned i = 0; i < nthreads; ++i) {
     threads.push_back(std::make_unique<measured>(i, buckets, outliers, o.unit(), o.loops, ctl,
                                                  o.verbose));
+    threads.back()->tid.store(worker_tids[i % workers], std::memory_order_relaxed);
+    threads.back()->worker.store(static_cast<int>(i % workers), std::memory_order_relaxed);
   }
   handles.resize(nthreads);
 

@@ -28,6 +28,14 @@ long avg_whole(const latency_stats& s) { return static_cast<long>(s.avg_value())
 /// cyclictest's Min before the first cycle (its stat->min starts there).
 constexpr long no_min_yet = 1000000;
 
+namespace {
+// Min as cyclictest prints it everywhere (T: line, histogram footer, JSON):
+// no_min_yet for a thread without a sample, not 0.
+long min_or_none(const latency_stats& s) {
+  return s.cycles() == 0 ? no_min_yet : static_cast<long>(s.min_value());
+}
+}  // namespace
+
 std::string format_status_line(const thread_report& t) {
   const latency_stats& s = *t.stats;
   // Read once: a first sample recorded while this line is made must not
@@ -109,8 +117,7 @@ std::string format_histogram(const std::vector<thread_report>& threads, std::uin
   for (const std::uint64_t t : totals) out += printf_string(" %09" PRIu64, t);
   if (all) out += printf_string(" %09" PRIu64, all_total);
   out += "\n# Min Latencies:";
-  for (const auto& t : threads)
-    out += printf_string(" %05ld", static_cast<long>(t.stats->min_value()));
+  for (const auto& t : threads) out += printf_string(" %05ld", min_or_none(*t.stats));
   out += "\n# Avg Latencies:";
   for (const auto& t : threads) out += printf_string(" %05ld", avg_whole(*t.stats));
   out += "\n# Max Latencies:";
@@ -229,7 +236,7 @@ std::string format_json(const json_header& header, const std::vector<thread_repo
     if (comma) out += "\n";
     out += "      },\n";
     out += printf_string("      \"cycles\": %" PRIu64 ",\n", s.cycles());
-    out += printf_string("      \"min\": %ld,\n", static_cast<long>(s.min_value()));
+    out += printf_string("      \"min\": %ld,\n", min_or_none(s));
     out += printf_string("      \"max\": %ld,\n", static_cast<long>(s.max_value()));
     out += printf_string("      \"avg\": %.2f,\n", s.avg_value());
     out += printf_string("      \"cpu\": %d,\n", t.cpu);
