@@ -6,6 +6,7 @@
 // writes back whatever each connection sends, one coroutine per connection.
 // On SIGINT or SIGTERM it closes every socket, waits for the coroutines to
 // end, stops the runtime and exits 0. A PORT that is not 0..65535: exit 2.
+// --help (or -h) prints the usage line and exits 0.
 //
 // What it shows (README.md, "Asio: executors, coroutines and worker-owned
 // I/O"): a urt::executor is an Asio executor whose every handler, a
@@ -104,8 +105,13 @@ urt::awaitable<void> listen(urt::net::tcp_acceptor& acceptor, connections& open,
 }  // namespace
 
 int main(int argc, char** argv) try {
+  constexpr const char* usage = "usage: urt-echo-server PORT   (0..65535; 0 picks a free port)\n";
+  if (argc == 2 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h")) {
+    std::fputs(usage, stdout);
+    return 0;
+  }
   if (argc != 2) {
-    std::fprintf(stderr, "usage: urt-echo-server PORT   (0..65535; 0 picks a free port)\n");
+    std::fputs(usage, stderr);
     return 2;
   }
   const std::string_view arg = argv[1];

@@ -104,6 +104,10 @@ def run(server):
         if result.returncode != 2 or f'PORT "{bad}"' not in result.stderr:
             fail(f"PORT {bad!r}: exit {result.returncode}, stderr {result.stderr!r}; "
                  f'expected exit 2 and a message naming PORT "{bad}"')
+    # --help: the usage on stdout, exit 0.
+    result = subprocess.run([server, "--help"], capture_output=True, text=True, timeout=WAIT_S)
+    if result.returncode != 0 or not result.stdout.startswith("usage: urt-echo-server PORT"):
+        fail(f"--help: exit {result.returncode}, stdout {result.stdout!r}")
 
 
 if __name__ == "__main__":

@@ -1689,6 +1689,21 @@ TEST_CASE("binary: /dev/cpu_dma_latency is held at --latency while running, not 
           std::string::npos);
     CHECK(text.find("\"cpu_dma_latency_us\": null") != std::string::npos);
   }
+  SUBCASE("--default-system: not touched, with cyclictest's own warning for it") {
+    temp_file out("out");
+    temp_file err("err");
+    CHECK(run_binary("--default-system -q -l 3 -i 200 --policy=other", out.path, err.path) == 0);
+    CHECK(slurp(out.path).find("/dev/cpu_dma_latency set to") == std::string::npos);
+    CHECK(slurp(err.path).find("WARN: not setting cpu_dma_latency from cyclictest\n") !=
+          std::string::npos);
+  }
+  SUBCASE("a CPU the runtime refuses: exit 2 before anything is set or said on stdout") {
+    temp_file out("out");
+    temp_file err("err");
+    CHECK(run_binary("-a 1023 -q -l 3 -i 200", out.path, err.path) == 2);
+    CHECK(slurp(out.path).empty());
+    CHECK(slurp(err.path).find("-a/--affinity: '1023'") != std::string::npos);
+  }
   SUBCASE("--latency=7: the file is open for the whole run, the QoS limit at most 7 us") {
     if (!std::filesystem::exists("/dev/cpu_dma_latency")) {
       MESSAGE("skipped: /dev/cpu_dma_latency does not exist here");

@@ -240,7 +240,10 @@ struct load_task {
 /// skips it, with cyclictest's messages.
 int set_latency_target(const options& o) {
   if (o.laptop) {
-    std::fprintf(stderr, "WARN: not setting cpu_dma_latency to save battery power\n");
+    // cyclictest's two warnings (--default-system's wins when both are given).
+    std::fprintf(stderr, o.default_system ? "WARN: not setting cpu_dma_latency from cyclictest\n"
+                                          : "WARN: not setting cpu_dma_latency to save battery "
+                                            "power\n");
     return -1;
   }
   const int fd = ::open("/dev/cpu_dma_latency", O_RDWR | O_CLOEXEC);
@@ -499,7 +502,6 @@ int run(options o) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  const int latency_fd = set_latency_target(o);
   const std::string start_time = rfc2822_now();
 
   // Declared before the runtime: its tasks point into these, so they must
@@ -577,6 +579,9 @@ int run(options o) {
     rt->stop();
     usage_error(error);
   }
+  // After every check of the command line (the runtime checks -a's CPUs):
+  // a bad one exits 2 before anything is said or held.
+  const int latency_fd = set_latency_target(o);
   // cyclictest pins its main thread to -a's CPUs (the runtime accepted them).
   if (!affinity_cpus.empty() && !pin_this_thread(affinity_cpus)) {
     std::fprintf(stderr, "urt-cyclictest: WARN: Couldn't setaffinity in main thread: %s\n",

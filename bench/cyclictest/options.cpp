@@ -523,6 +523,7 @@ parse_result parse_options(int argc, char** argv) {
         // cyclictest: power management is not suppressed, i.e.
         // /dev/cpu_dma_latency is left alone, as with --laptop.
         o.laptop = true;
+        o.default_system = true;
         break;
       case 'S':
         // cyclictest: "-a -t and same priority of all threads" (urt runs

@@ -131,6 +131,7 @@ struct options {
   std::string json;                  ///< --json: cyclictest's JSON summary to this file
   bool urt_summary = false;          ///< --urt-summary: urt's lines after cyclictest's output
   bool laptop = false;               ///< --laptop, --default-system: leave /dev/cpu_dma_latency alone
+  bool default_system = false;       ///< --default-system (its own warning)
   bool smp = false;                  ///< -S/--smp: -t (one per CPU) -a, one priority
   /// --latency: the PM QoS target written into /dev/cpu_dma_latency (and
   /// held while the run lasts), in us; cyclictest's default 0.

@@ -193,7 +193,7 @@ TEST_CASE("options: every bad value names the flag and the value") {
       {{"--duration=nan"}, "--duration: \"nan\""},
       {{"--warmup=-1"}, "--warmup: \"-1\""},
       {{"--timeout=0"}, "--timeout: \"0\""},
-      {{"--capacity=0"}, "--capacity: \"0\""},
+      {{"--capacity=0"}, "--capacity: \"0\" is not a number in (0..1e+07]"},
       {{"--bulk=work:0"}, "--bulk: \"work:0\""},
       {{"--bulk=work:x"}, "--bulk: \"work:x\""},
       {{"--bulk=sleep:1"}, "--bulk: \"sleep:1\""},

@@ -30,7 +30,8 @@ double real(std::string_view flag, std::string_view text, double lo, double hi, 
                   std::isfinite(v) && (lo_open ? v > lo : v >= lo) && v <= hi;
   if (!ok) {
     char range[96];
-    std::snprintf(range, sizeof range, "is not a number in %s%g..%g", lo_open ? "(" : "", lo, hi);
+    std::snprintf(range, sizeof range, "is not a number in %s%g..%g%s", lo_open ? "(" : "", lo, hi,
+                  lo_open ? "]" : "");
     bad(flag, text, range);
   }
   return v;
