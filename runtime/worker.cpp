@@ -274,7 +274,18 @@ void worker::enqueue(task_node* node) noexcept {
     // Due already (spawn_at with a past deadline, a series starting now):
     // it joins the run queue in its place among the nodes taken in with it,
     // as a spawn() made then, not after them at this step's release_due().
-    if (node->release <= clock::now()) {
+    // The timer queue's nodes due no later than it go first: earlier
+    // deadlines, and equal ones taken in before it. Not a series once stop()
+    // began: this step's end_periodic_series() ends it unrun, as every
+    // series (a stale `running` releases it once, as release_due() would).
+    if (node->release <= clock::now() &&
+        (node->series() == nullptr ||
+         shared_.state.load(std::memory_order_relaxed) == run_state::running)) {
+      while (task_node* earlier = timers_.top()) {
+        if (earlier->release > node->release) break;
+        timers_.pop();
+        release(earlier);
+      }
       release(node);
       return;
     }

@@ -135,6 +135,64 @@ TEST_CASE("timer: releases of one priority run first in first out: equal deadlin
   CHECK(order == expected);
 }
 
+TEST_CASE("timer: an equal deadline taken in after it passed runs after the one waiting for it") {
+  // A waits in the timer queue for d; B, spawn_at(d) after d passed, is due
+  // when taken in. B used to be queued at once and A only at the step's
+  // release_due(): B ran first (a review's finding).
+  urt::runtime rt(one_worker());
+  std::mutex m;
+  std::string order;
+  const auto record = [&](char c) {
+    return [&, c] {
+      std::lock_guard lock(m);
+      order += c;
+    };
+  };
+  rt.spawn(urt::task_spec{.priority = 50}, [&] {
+    const urt::clock::time_point d = urt::clock::now() + 2ms;
+    rt.spawn_at(d, urt::task_spec{.priority = 40}, record('A'));  // into the timer queue
+    while (urt::clock::now() <= d) {
+    }
+    rt.spawn_at(d, urt::task_spec{.priority = 40}, record('B'));  // due when taken in
+  });
+  rt.stop();
+  CHECK(order == "AB");
+}
+
+TEST_CASE("timer: a series made after the shared start passed still runs second, every period") {
+  urt::runtime rt(one_worker());
+  std::mutex m;
+  std::string order;
+  std::atomic<int> runs{0};
+  std::vector<urt::periodic_task> series;
+  std::mutex series_mutex;
+  rt.spawn(urt::task_spec{.priority = 50}, [&] {
+    const urt::clock::time_point start = urt::clock::now() + 2ms;
+    for (int i = 0; i < 2; ++i) {
+      urt::periodic_task t = rt.every(5ms, urt::task_spec{.priority = 40}, [&, i] {
+        std::lock_guard lock(m);
+        order += static_cast<char>('0' + i);
+        runs.fetch_add(1);
+      }, start);
+      {
+        std::lock_guard lock(series_mutex);
+        series.push_back(std::move(t));
+      }
+      while (i == 0 && urt::clock::now() <= start) {
+      }
+    }
+  });
+  while (runs.load() < 8) std::this_thread::yield();
+  {
+    std::lock_guard lock(series_mutex);
+    for (urt::periodic_task& s : series) s.cancel();
+  }
+  rt.stop();
+  std::lock_guard lock(m);
+  REQUIRE(order.size() >= 8);
+  CHECK(order.substr(0, 8) == "01010101");
+}
+
 TEST_CASE("timer: series with one start and period release in the order they were made, every period") {
   urt::runtime rt(one_worker());
   std::mutex m;
