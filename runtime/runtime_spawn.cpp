@@ -69,6 +69,23 @@ runtime::spawn_ticket runtime::place_spawn(priority_t p, const worker_set* affin
   const bool local = self != nullptr && target == self->id();
   const bool stay = local && detail::continuation_stays(p, continuation_of);
   worker& w = *impl_->workers[target];
+  // Outside the runtime's tasks (another thread, or a completion on a worker
+  // outside a task, which no task waits for) a spawn backs out once stop()
+  // has begun.
+  const bool outside = self == nullptr || completion;
+  const auto refuse = [&](run_state state) {
+    if (stopped == when_stopped::back_out) return spawn_ticket(impl_.get(), nullptr, target, false);
+    throw runtime_stopped(std::string(api) + (state == run_state::stopped
+                                                  ? ": the runtime is stopped"
+                                                  : ": the runtime is stopping"));
+  };
+  // Already seen stopping: back out before counting, so that a refused
+  // spawn does not show in stats().accepted after stop() returned. Relaxed:
+  // only an early exit; a stale `running` goes on to the check below.
+  if (const run_state early = impl_->shared.state.load(std::memory_order_relaxed);
+      outside && early != run_state::running) {
+    return refuse(early);
+  }
   if (local && !completion) {
     // Inside a task the runtime is never stopped: it waits for this task.
     w.count_local_accept();
@@ -76,17 +93,12 @@ runtime::spawn_ticket runtime::place_spawn(priority_t p, const worker_set* affin
     // Count first, then look at the state (both seq_cst), mirrored by
     // stop() storing the state, then reading the counts: a spawn either
     // sees the stop and backs out, or stop() sees its count and waits.
-    // A completion on a worker outside a task is not waited for by any
-    // task, so it backs out like an external spawn.
     w.count_remote_accept();
     const run_state state = impl_->shared.state.load(std::memory_order_seq_cst);
-    if (state != run_state::running && (self == nullptr || completion)) {
+    if (state != run_state::running && outside) {
       w.uncount_remote_accept();
       impl_->note_change();
-      if (stopped == when_stopped::back_out) return spawn_ticket(impl_.get(), nullptr, target, false);
-      throw runtime_stopped(std::string(api) + (state == run_state::stopped
-                                                    ? ": the runtime is stopped"
-                                                    : ": the runtime is stopping"));
+      return refuse(state);
     }
   }
   // A completion counted as remote is uncounted as remote if the node or

@@ -6,9 +6,12 @@
 
 namespace urt {
 
-/// One worker's counters. Each is monotonic; a snapshot reads them with
-/// relaxed loads, so counters of a busy runtime may be mutually a little
-/// stale, but every one is a value it really had.
+/// One worker's counters. Each is monotonic but `accepted`, which counts a
+/// spawn before it is complete: one whose callable's construction throws,
+/// or that a stop() beginning at that moment refuses, is counted and taken
+/// back. A snapshot reads them with relaxed loads, so counters of a busy
+/// runtime may be mutually a little stale, but every one is a value it
+/// really had.
 struct worker_stats {
   unsigned worker = 0;
   unsigned pu = 0;                   ///< OS index of its PU (its home PU under binding llc/workers)

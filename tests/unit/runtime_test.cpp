@@ -487,6 +487,40 @@ TEST_CASE("runtime: stop(cancel) drops the queued tasks and counts them") {
   }
 }
 
+TEST_CASE("runtime: after stop() returned, refused spawns never show in the accepted count") {
+  // Every refused spawn counted itself, saw the stop and took itself back,
+  // so a snapshot could catch accepted one above completed + cancelled
+  // (5 in a million snapshots, a helper's finding). Now a spawn that
+  // already sees the stop refuses before counting.
+  urt::runtime rt(urt_test::synthetic_workers(2));
+  for (int i = 0; i < 100; ++i) rt.spawn(urt::task_spec{.priority = 10}, [] {});
+  rt.stop();
+  const urt::worker_stats done = rt.stats().total();
+  REQUIRE(done.completed + done.cancelled == done.accepted);
+  std::atomic<bool> go{true};
+  std::atomic<long> refused{0};
+  std::vector<std::thread> spawners;
+  for (int t = 0; t < 2; ++t) {
+    spawners.emplace_back([&] {
+      while (go.load(std::memory_order_relaxed)) {
+        try {
+          rt.spawn(urt::task_spec{.priority = 10}, [] {});
+        } catch (const urt::runtime_stopped&) {
+          refused.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    });
+  }
+  long mismatches = 0;
+  for (int i = 0; i < 2000000; ++i) {
+    if (rt.stats().total().accepted != done.accepted) ++mismatches;
+  }
+  go.store(false);
+  for (std::thread& t : spawners) t.join();
+  CHECK(refused.load() > 0);
+  CHECK(mismatches == 0);
+}
+
 // A worker that reaches its scheduling point during stop(cancel) drops its
 // queue, then, lowered and seeing another worker overloaded, lets go of its
 // queue lock to ask for a push (push_ipi) or pull; a task pushed or pulled
