@@ -211,8 +211,9 @@ class runtime {
   // worker without placement.
   enum class relation : unsigned char { fork, continuation };
   // For executor (urt/executor.hpp), with a spec validated when the
-  // executor was made. Spawns `fn`; from a worker of this runtime outside a
-  // task (an I/O completion) once stop() has begun, destroys it unrun.
+  // executor was made. Spawns `fn`; from outside the runtime's tasks (any
+  // other thread, or a worker outside a task: an I/O completion) once
+  // stop() has begun, leaves it to its caller to destroy unrun.
   template <class F>
   void executor_spawn(priority_t p, const worker_set* affinity, unsigned group, relation rel,
                       F&& fn) {
