@@ -83,6 +83,12 @@ def test_percentiles(script):
                         (["--urt-args=--nsecs"], "'--nsecs' in --urt-args"),
                         (["--kernel-args=-i200"], "'-i200' in --kernel-args: -i"),
                         (["--", "-t2"], "(use its own -t)"),
+                        # getopt_long's bundles and abbreviations, as cyclictest reads them.
+                        (["--", "-mN"], "'-mN' after --: -N"),
+                        (["--kernel-args=--nsec"], "'--nsec' in --kernel-args: --nsecs"),
+                        (["--", "--loop=5"], "--loops"),
+                        (["--urt-args=--inter=200"], "--interval"),
+                        (["--", "-S"], "'-S' after --"),
                         (["--svg", "/nonexistent-dir/x.svg"], "--svg: '/nonexistent-dir/x.svg'"),
                         (["--json", "/nonexistent-dir/x.json"], "--json: '/nonexistent-dir/x.json'")):
         err = io.StringIO()
