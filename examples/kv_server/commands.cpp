@@ -1,13 +1,21 @@
 #include "commands.hpp"
 
 #include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "glob.hpp"
 #include "protocol.hpp"
 
 namespace kv {
 namespace {
 
 using args_t = std::span<const std::string_view>;
+
+// GET SET PING ECHO DEL EXISTS DBSIZE INFO KEYS WORK QUIT SELECT CONFIG
+// COMMAND: what COMMAND COUNT says.
+constexpr std::size_t command_count = 14;
 
 // Redis's error texts, so that clients that match on them work.
 void wrong_arity(std::string& out, std::string_view name) {
@@ -17,14 +25,19 @@ void wrong_arity(std::string& out, std::string_view name) {
 }
 
 void unknown_command(std::string& out, args_t args) {
+  // As Redis 7 (processCommand): the name cut at 128 bytes; the arguments
+  // added while their text is under 128 bytes, each cut to what is left.
+  std::string listed;
+  for (std::size_t i = 1; i < args.size() && listed.size() < 128; ++i) {
+    const std::size_t room = 128 - listed.size();
+    listed += '\'';
+    listed += args[i].substr(0, room);
+    listed += "' ";
+  }
   std::string message = "ERR unknown command '";
   message += args[0].substr(0, 128);
   message += "', with args beginning with: ";
-  for (std::size_t i = 1; i < args.size() && message.size() < 256; ++i) {
-    message += '\'';
-    message += args[i].substr(0, 128);
-    message += "' ";
-  }
+  message += listed;
   reply_error(out, message);
 }
 
@@ -91,8 +104,7 @@ bool run_control(args_t args, std::string& out, command_context& ctx) {
     if (n != 1) return arity(), true;
     reply_integer(out, static_cast<std::int64_t>(ctx.db.size()));
   } else if (is("info")) {
-    if (n > 2) return arity(), true;
-    reply_bulk(out, info_text(ctx.view(), n == 2 ? args[1] : std::string_view{}));
+    reply_bulk(out, info_text(ctx.view(), args.subspan(1)));
   } else if (is("keys")) {
     return arity(), true;  // a well-formed KEYS is bulk
   } else if (is("work")) {
@@ -104,22 +116,50 @@ bool run_control(args_t args, std::string& out, command_context& ctx) {
     return false;
   } else if (is("select")) {
     if (n != 2) return arity(), true;
-    if (args[1] != "0") return error("ERR DB index is out of range"), true;  // one database
+    std::int64_t db = 0;
+    if (!parse_int64(args[1], db)) return error("ERR value is not an integer or out of range"), true;
+    if (db != 0) return error("ERR DB index is out of range"), true;  // one database
     reply_simple(out, "OK");
   } else if (is("config")) {
-    // What redis-benchmark asks before it starts: urt-kv persists nothing.
-    if (n != 3 || !equals_nocase(args[1], "get")) {
-      return error("ERR urt-kv supports only CONFIG GET <parameter>"), true;
+    // CONFIG GET pattern... as Redis 7, over the parameters urt-kv has (what
+    // redis-benchmark asks before it starts: save and appendonly; it
+    // persists nothing). Each matching parameter once, in this order.
+    if (n < 2 || !equals_nocase(args[1], "get")) {
+      return error("ERR urt-kv supports only CONFIG GET <pattern> [<pattern> ...]"), true;
     }
-    if (equals_nocase(args[2], "save") || equals_nocase(args[2], "appendonly")) {
-      reply_array_header(out, 2);
-      reply_bulk(out, equals_nocase(args[2], "save") ? "save" : "appendonly");
-      reply_bulk(out, equals_nocase(args[2], "save") ? "" : "no");
+    if (n < 3) return ctx.counters.add(ctx.counters.command_errors), wrong_arity(out, "config|get"), true;
+    const metrics_view v = ctx.view();
+    const std::pair<std::string_view, std::string> params[] = {
+        {"appendonly", "no"},
+        {"maxclients", std::to_string(v.max_clients)},
+        {"port", std::to_string(v.port)},
+        {"save", ""},
+        {"timeout", std::to_string(v.idle_timeout_s)}};
+    std::vector<const std::pair<std::string_view, std::string>*> found;
+    for (const auto& param : params) {
+      for (std::size_t i = 2; i < n; ++i) {
+        std::string lower(args[i]);
+        for (char& ch : lower) ch = (ch >= 'A' && ch <= 'Z') ? static_cast<char>(ch - 'A' + 'a') : ch;
+        if (glob_match(lower, param.first)) {
+          found.push_back(&param);
+          break;
+        }
+      }
+    }
+    reply_array_header(out, 2 * found.size());
+    for (const auto* param : found) {
+      reply_bulk(out, param->first);
+      reply_bulk(out, param->second);
+    }
+  } else if (is("command")) {
+    // COMMAND COUNT: the commands urt-kv runs. redis-cli asks for COMMAND
+    // DOCS on connecting: none (it then works without hints), and so for
+    // the other subcommands.
+    if (n == 2 && equals_nocase(args[1], "count")) {
+      reply_integer(out, static_cast<std::int64_t>(command_count));
     } else {
       reply_array_header(out, 0);
     }
-  } else if (is("command")) {
-    reply_array_header(out, 0);  // redis-cli asks for COMMAND DOCS: none (it then works without hints)
   } else {
     ctx.counters.add(ctx.counters.command_errors);
     unknown_command(out, args);

@@ -56,6 +56,12 @@ TEST_CASE("parser: well-formed multibulk and inline requests") {
   CHECK(words(p, "SET k \"a b\\n\\x41\"\r\n", r) == std::vector<std::string>{"SET", "k", "a b\nA"});
   CHECK(words(p, "SET k 'it\\'s'\n", r) == std::vector<std::string>{"SET", "k", "it's"});
   CHECK(words(p, "SET k \"\"\n", r) == std::vector<std::string>{"SET", "k", ""});
+  // As Redis: \v and \f are blanks between words and after a closing
+  // quote, but part of an unquoted word (redis-server answers ECHO a\vb
+  // with "a\vb").
+  CHECK(words(p, "ECHO a\vb\r\n", r) == std::vector<std::string>{"ECHO", "a\vb"});
+  CHECK(words(p, "ECHO \f\vab\r\n", r) == std::vector<std::string>{"ECHO", "ab"});
+  CHECK(words(p, "ECHO \"a\"\v\r\n", r) == std::vector<std::string>{"ECHO", "a"});
   // Empty requests are skipped, as Redis skips them.
   for (const std::string_view empty : {"*0\r\n"sv, "*-1\r\n"sv, "\r\n"sv, "   \n"sv}) {
     CAPTURE(empty);
@@ -330,6 +336,9 @@ TEST_CASE("commands: plan, control replies and their errors") {
                             v.mode = "asio";
                             v.counters = &counters;
                             v.keys = db.size();
+                            v.max_clients = 77;
+                            v.idle_timeout_s = 300;
+                            v.port = 6379;
                             return v;
                           }};
   const auto run = [&](std::vector<std::string_view> args) {
@@ -347,6 +356,18 @@ TEST_CASE("commands: plan, control replies and their errors") {
   CHECK(run({"ECHO", "x"}).first == "$1\r\nx\r\n");
   CHECK(run({"SELECT", "0"}).first == "+OK\r\n");
   CHECK(run({"CONFIG", "GET", "save"}).first == "*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
+  // Patterns, several, each parameter once (Redis 7).
+  CHECK(run({"CONFIG", "GET", "MAXCLIENTS"}).first == "*2\r\n$10\r\nmaxclients\r\n$2\r\n77\r\n");
+  CHECK(run({"CONFIG", "GET", "maxc*", "*clients", "time?ut"}).first ==
+        "*4\r\n$10\r\nmaxclients\r\n$2\r\n77\r\n$7\r\ntimeout\r\n$3\r\n300\r\n");
+  CHECK(run({"CONFIG", "GET", "nosuch"}).first == "*0\r\n");
+  CHECK(run({"COMMAND", "COUNT"}).first == ":14\r\n");
+  CHECK(run({"COMMAND", "DOCS"}).first == "*0\r\n");
+  // Several INFO sections (Redis 7), an unknown one adds nothing.
+  const std::string two = run({"INFO", "keyspace", "nosuch", "CLIENTS"}).first;
+  CHECK(two.find("# Keyspace\r\n") != std::string::npos);
+  CHECK(two.find("# Clients\r\n") != std::string::npos);
+  CHECK(two.find("# Server\r\n") == std::string::npos);
   CHECK(run({"QUIT"}) == std::make_pair(std::string("+OK\r\n"), false));
   CHECK(run({"INFO", "keyspace"}).first.starts_with("$"));
   CHECK(counters.command_errors.load() == 0);
@@ -357,9 +378,17 @@ TEST_CASE("commands: plan, control replies and their errors") {
   CHECK(run({"WORK", "-1"}).first == "-ERR WORK takes microseconds as an integer in 0..1000000, not '-1'\r\n");
   CHECK(run({"WORK", "1000001"}).first.starts_with("-ERR WORK takes microseconds"));
   CHECK(run({"SELECT", "1"}).first == "-ERR DB index is out of range\r\n");
+  CHECK(run({"SELECT", "x"}).first == "-ERR value is not an integer or out of range\r\n");
   CHECK(run({"FLUSHALL", "x"}).first ==
         "-ERR unknown command 'FLUSHALL', with args beginning with: 'x' \r\n");
-  CHECK(counters.command_errors.load() == 7);
+  // Redis cuts the argument list once its text reaches 128 bytes, each
+  // argument to what is left of the 128.
+  const std::string a100(100, 'a');
+  const std::string b100(100, 'b');
+  CHECK(run({"NOPE", a100, b100, "c"}).first == "-ERR unknown command 'NOPE', with args beginning with: '" +
+                                                     a100 + "' '" + std::string(25, 'b') + "' \r\n");
+  CHECK(run({"CONFIG", "GET"}).first == "-ERR wrong number of arguments for 'config|get' command\r\n");
+  CHECK(counters.command_errors.load() == 10);
 
   CHECK(kv::plan(std::vector<std::string_view>{"keys", "*"}).bulk == kv::bulk_kind::keys);
   const kv::command_plan work = kv::plan(std::vector<std::string_view>{"WORK", "250"});
@@ -432,13 +461,25 @@ TEST_CASE("metrics: histogram buckets, quantiles and both text formats") {
   v.workers[1].completed = 7;
   v.workers[1].fifo_ns = 2'500'000'000;
   v.workers[1].idle_ns = 1'999;
-  const std::string info = kv::info_text(v, "");
+  const std::string info = kv::info_text(v);
   CHECK(info.find("# Latency\r\n") != std::string::npos);
   CHECK(info.find("control_latency_us:p50=") != std::string::npos);
   CHECK(info.find("worker_1:pu=0,accepted=0,completed=7") != std::string::npos);
   CHECK(info.find(",fifo_us=2500000,normal_us=0,idle_us=1\r\n") != std::string::npos);
-  CHECK(kv::info_text(v, "CLIENTS") == "# Clients\r\nconnected_clients:0\r\nmaxclients:0\r\n");
-  CHECK(kv::info_text(v, "nosuch").empty());
+  const std::string_view clients[] = {"CLIENTS"};
+  CHECK(kv::info_text(v, clients) ==
+        "# Clients\r\nconnected_clients:0\r\nmaxclients:0\r\nblocked_clients:0\r\n");
+  const std::string_view nosuch[] = {"nosuch"};
+  CHECK(kv::info_text(v, nosuch).empty());
+  // INFO parsers read a line starting with # as a section: only headers do.
+  for (std::size_t at = info.find('#'); at != std::string::npos; at = info.find('#', at + 1)) {
+    CHECK((at == 0 || info.compare(at - 2, 2, "\r\n") == 0));
+    const std::string_view header = std::string_view(info).substr(at, info.find("\r\n", at) - at);
+    CAPTURE(header);
+    CHECK(header.find(' ') == 1);
+    CHECK(header.find(' ', 2) == std::string_view::npos);  // "# Name", one word
+  }
+  CHECK(info.find("\r\nused_memory:") != std::string::npos);
 
   // Prometheus: every line a comment or `name{labels} value`; histogram
   // buckets cumulative up to +Inf = _count.

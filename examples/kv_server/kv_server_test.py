@@ -316,6 +316,97 @@ def limits(binary, mode):
         c.close()
 
 
+def connections_received(binary, mode):
+    """As Redis, total_connections_received counts accepted connections only."""
+    s = Server(binary, mode, "--max-clients", "2", "--idle-timeout", "0")
+    held = [Conn(s.port) for _ in range(2)]
+    for c in held:
+        check(c.call("PING") == b"+PONG\r\n", f"{mode}: held connection")
+    for _ in range(3):
+        extra = Conn(s.port)
+        try:
+            extra.reply()
+        except (EOFError, OSError):
+            pass
+        extra.close()
+    held.pop().close()
+    # info() retries while the close is unseen; its refused tries do not count.
+    received = int(info(s.port, "total_connections_received") or -1)
+    check(received == 3, f"{mode}: total_connections_received {received}, expected 2 held + INFO")
+    check(int(info(s.port, "rejected_connections") or 0) >= 3, f"{mode}: 3 refused are rejected_connections")
+    for c in held:
+        c.close()
+    code, err = s.stop(signal.SIGTERM)
+    check(code == 0, f"{mode}: SIGTERM: exit {code} {err}")
+
+
+def open_file_limit(binary, mode):
+    """Under `ulimit -n 64`, --max-clients is lowered to what the descriptors
+    allow, and a client over it gets the refusal, not a hang."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    proc = subprocess.Popen([binary, "--port", "0", "--mode", mode, "--max-clients", "1000",
+                             "--idle-timeout", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=limit)
+    servers.append(proc)
+    line = proc.stdout.readline()
+    m = re.fullmatch(r"listening on 127\.0\.0\.1:(\d+)", line.strip())
+    if not check(m is not None, f"{mode}: urt-kv under ulimit -n 64 starts: {line!r}"):
+        proc.kill()
+        return
+    port = int(m.group(1))
+    allowed = int(info(port, "maxclients") or 0)
+    check(0 < allowed < 64, f"{mode}: maxclients under ulimit -n 64 is {allowed}")
+    conns = [Conn(port) for _ in range(allowed)]
+    for c in conns:
+        check(c.call("PING") == b"+PONG\r\n", f"{mode}: a client within the lowered limit works")
+    extra = Conn(port)
+    try:
+        got = extra.reply()
+    except (EOFError, OSError):
+        got = "<closed without a reply>"
+    check(got == b"-ERR max number of clients reached\r\n", f"{mode}: over the lowered limit: {got!r}")
+    extra.close()
+    for c in conns:
+        c.close()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(timeout=HANG)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = "hung"
+    err = proc.stderr.read()
+    check(code == 0, f"{mode}: SIGTERM under ulimit -n 64: exit {code}")
+    check("--max-clients 1000 lowered to" in err, f"{mode}: the lowering is said: {err!r}")
+
+
+def idle_memory(binary, mode):
+    """A connection that got a big reply gives the buffer back while idle."""
+    s = Server(binary, mode, "--idle-timeout", "0")
+    port = s.port
+    big = b"v" * 900_000
+    c = Conn(port)
+    check(c.call("SET", "big", big) == b"+OK\r\n", "SET of 900 KB")
+    before = int(info(port, "used_memory") or 0)
+    check(before > 0, "INFO used_memory")
+    readers = [Conn(port) for _ in range(20)]
+    for r in readers:
+        check(len(r.call("GET", "big")) > len(big), "GET of 900 KB")
+    after = int(info(port, "used_memory") or 0)
+    # 20 idle connections that each kept an 18 MB of replies would show; the
+    # value itself is stored once, before.
+    check(after - before < 4_000_000, f"idle connections hold {after - before} bytes after big GETs")
+    for r in readers:
+        r.close()
+    c.close()
+    code, err = s.stop(signal.SIGTERM)
+    check(code == 0, f"{mode}: SIGTERM: exit {code} {err}")
+
+
 def concurrency(port):
     errors = []
 
@@ -387,6 +478,30 @@ def metrics(port, promtool):
     check(head.startswith("HTTP/1.1 404"), f"/other: {head[:40]!r}")
     head, _ = get("/metrics", eol="\n")  # bare LFs, as printf ... | nc sends them
     check(head.startswith("HTTP/1.1 200 OK"), f"/metrics with bare LFs: {head[:40]!r}")
+
+    def raw(request):
+        s = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        s.sendall(request)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        return data
+
+    # HEAD (curl -I): the headers of GET, no body.
+    got = raw(b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    head, _, body = got.partition(b"\r\n\r\n")
+    length = re.search(rb"Content-Length: (\d+)", head)
+    check(head.startswith(b"HTTP/1.1 200 OK") and body == b"" and length and int(length.group(1)) > 0,
+          f"HEAD /metrics: {got[:80]!r}")
+    got = raw(b"GET /metrics\r\n\r\n")  # no HTTP version
+    check(got.startswith(b"HTTP/1.1 200 OK"), f"GET /metrics without a version: {got[:40]!r}")
+    got = raw(b"POST /metrics HTTP/1.1\r\n\r\n")
+    check(got.startswith(b"HTTP/1.1 405") and b"\r\nAllow: GET, HEAD\r\n" in got,
+          f"POST /metrics: {got[:120]!r}")
 
 
 def redis_cli(cli, port):
@@ -537,6 +652,9 @@ def main():
         check(held.at_eof(), f"{mode}: the shutdown closes open connections")
         held.close()
         limits(binary, mode)
+        connections_received(binary, mode)
+        open_file_limit(binary, mode)
+        idle_memory(binary, mode)
         busy_is_not_idle(binary, mode)
     if failures:
         print(f"{len(failures)} failure(s)")

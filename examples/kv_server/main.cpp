@@ -61,6 +61,7 @@
 #include <urt/urt.hpp>
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <urcu/urcu-qsbr.h>
 
@@ -182,6 +183,7 @@ struct server {
     v.port = port;
     v.threads = threads;
     v.max_clients = opt.max_clients;
+    v.idle_timeout_s = static_cast<std::uint64_t>(opt.idle_timeout.count());
     v.uptime_s = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::seconds>(clock_type::now() - started).count());
     v.keys = db.size();
@@ -296,6 +298,11 @@ void bulk_inline(server& s, const kv::command_plan& p, std::string& out) {
 
 // --- a connection -------------------------------------------------------------
 
+// A connection's read buffer (it grows up to --max-request for a request
+// that needs it), and the reply buffer it keeps between reads.
+constexpr std::size_t read_buffer = 16 * 1024;
+constexpr std::size_t keep_buffer = 64 * 1024;
+
 // Writes the replies gathered so far in the middle of a read's requests and
 // clears them; `ec` says how the write ended. The connection counts as idle
 // from the start of the write (a client that does not read is timed out),
@@ -323,7 +330,7 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
   kv::command_context ctx{s.db, s.counters, [&s] { return s.view(); }};
   std::vector<std::string_view> args;
   std::string out;
-  std::vector<char> in(16 * 1024);
+  std::vector<char> in(read_buffer);
   std::size_t begin = 0;  // in[begin, end): received, not yet parsed
   std::size_t end = 0;
   std::error_code ec;
@@ -392,6 +399,9 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
       if (ec) break;
     }
     c->last = clock_type::now();
+    // A connection that once sent or got something big gives that memory
+    // back while it idles (200 clients each GET of 1 MB held 200 MB).
+    if (out.capacity() > keep_buffer) std::string().swap(out);
 
     // Room for the next read: move what is left to the front, or grow (a
     // request in progress never needs more than max_request bytes: the
@@ -404,6 +414,7 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
       begin = 0;
     }
     if (end == in.size()) in.resize(std::min(in.size() * 2, s.opt.max_request + 4096));
+    if (end == 0 && in.size() > read_buffer) std::vector<char>(read_buffer).swap(in);
   }
   c->done = true;
   c->close();
@@ -440,12 +451,13 @@ typename M::template awaitable<> http_session(server& s, std::shared_ptr<connect
     return request.find("\r\n\r\n") != std::string::npos ||
            request.find("\n\n") != std::string::npos;
   };
+  // c->last stays at the accept: the 10 s the watchdog allows are for the
+  // whole request, not per byte (one byte every 2 s kept it open for ever).
   while (!headers_end() && request.size() < 8192) {
     const std::size_t n = co_await c->socket.async_read_some(
         asio::buffer(buf), asio::redirect_error(M::use_awaitable, ec));
     if (ec) break;
     request.append(buf, n);
-    c->last = clock_type::now();
   }
   if (!ec) {
     std::string_view line = std::string_view(request).substr(0, request.find('\n'));
@@ -453,18 +465,25 @@ typename M::template awaitable<> http_session(server& s, std::shared_ptr<connect
     std::string status = "404 Not Found";
     std::string body = "urt-kv serves only GET /metrics\n";
     std::string type = "text/plain; charset=utf-8";
-    if (line.starts_with("GET /metrics ") || line.starts_with("GET /metrics?")) {
+    std::string allow;
+    // GET or HEAD (curl -I), with an HTTP version or without one.
+    const bool head = line.starts_with("HEAD ");
+    const std::string_view target = line.substr(head ? 5 : line.starts_with("GET ") ? 4 : 0);
+    const bool metrics_path = target == "/metrics" || target.starts_with("/metrics ") ||
+                              target.starts_with("/metrics?");
+    if (!head && !line.starts_with("GET ")) {
+      status = "405 Method Not Allowed";
+      allow = "Allow: GET, HEAD\r\n";
+    } else if (metrics_path) {
       status = "200 OK";
       M::online();
       body = kv::prometheus_text(s.view());
       M::offline();
       type = "text/plain; version=0.0.4; charset=utf-8";
-    } else if (!line.starts_with("GET ")) {
-      status = "405 Method Not Allowed";
     }
-    std::string reply = "HTTP/1.1 " + status + "\r\nContent-Type: " + type +
-                        "\r\nContent-Length: " + std::to_string(body.size()) +
-                        "\r\nConnection: close\r\n\r\n" + body;
+    std::string reply = "HTTP/1.1 " + status + "\r\nContent-Type: " + type + "\r\n" + allow +
+                        "Content-Length: " + std::to_string(body.size()) +
+                        "\r\nConnection: close\r\n\r\n" + (head ? std::string() : body);
     co_await asio::async_write(c->socket, asio::buffer(reply), asio::redirect_error(M::use_awaitable, ec));
   }
   c->done = true;
@@ -505,12 +524,22 @@ template <class M, class Next>
 typename M::template awaitable<> accept_loop(server& s, typename M::acceptor& acceptor, Next next,
                                              bool metrics) {
   std::error_code ec;
+  // Failed accepts (out of descriptors, say) are reported at most once a
+  // second, with how many there were.
+  clock_type::time_point reported{};
+  std::uint64_t unreported = 0;
   for (;;) {
     typename M::socket socket =
         co_await acceptor.async_accept(next(), asio::redirect_error(M::use_awaitable, ec));
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) break;
-    if (ec) {  // out of descriptors, say: let some connections end first
-      std::fprintf(stderr, "urt-kv: accept: %s\n", ec.message().c_str());
+    if (ec) {  // let some connections end first
+      ++unreported;
+      if (const auto now = clock_type::now(); now - reported >= 1s) {
+        std::fprintf(stderr, "urt-kv: accept: %s (%llu failed accepts since the last report)\n",
+                     ec.message().c_str(), static_cast<unsigned long long>(unreported));
+        reported = now;
+        unreported = 0;
+      }
       typename M::timer pause(acceptor.get_executor(), 10ms);
       co_await pause.async_wait(asio::redirect_error(M::use_awaitable, ec));
       continue;
@@ -519,7 +548,6 @@ typename M::template awaitable<> accept_loop(server& s, typename M::acceptor& ac
       start<M>(s, std::move(socket), http_session<M>, 10s, false);
       continue;
     }
-    s.counters.add(s.counters.connections);
     if (s.counters.connected.load(std::memory_order_relaxed) >=
         static_cast<std::int64_t>(s.opt.max_clients)) {
       s.counters.add(s.counters.rejected);
@@ -529,6 +557,12 @@ typename M::template awaitable<> accept_loop(server& s, typename M::acceptor& ac
       socket.write_some(asio::buffer(refused), ignored);
       continue;  // closed by the socket's destructor
     }
+    s.counters.add(s.counters.connections);  // as Redis: refused ones are not counted here
+    // As Redis: no Nagle delay. A read's replies can leave in more than one
+    // write (before a KEYS or WORK, every 64 KiB); without this the second
+    // waited for the client's delayed ACK, 40 ms per round trip.
+    std::error_code ignored;
+    socket.set_option(asio::ip::tcp::no_delay(true), ignored);
     start<M>(s, std::move(socket), session<M>, s.opt.idle_timeout, true);
   }
   s.end();
@@ -571,6 +605,51 @@ void wait_for_coroutines(server& s) {
   s.none_live.wait(lock, [&s] { return s.live == 0; });
 }
 
+// As Redis: --max-clients needs that many descriptors besides the server's
+// own: 7 at start and 6 per worker (/proc/PID/fd of urt-kv with a metrics
+// port: 19 with two workers, 13 with one without), and room for /metrics
+// connections: 32 + 6 per worker. Raise the soft open-file limit as far
+// as the hard one allows, else lower --max-clients to fit and say so: a
+// client over it then gets "max number of clients reached" instead of an
+// accept that fails and leaves it waiting.
+void fit_max_clients(kv::options& o) {
+  const unsigned threads = o.threads != 0 ? o.threads : allowed_cpus();
+  const rlim_t reserve = 32 + 6 * static_cast<rlim_t>(threads);
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+  const rlim_t want = static_cast<rlim_t>(o.max_clients) + reserve;
+  if (rl.rlim_cur < want) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max == RLIM_INFINITY ? want : std::min(want, rl.rlim_max);
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  if (rl.rlim_cur >= want) return;
+  if (rl.rlim_cur <= reserve) {
+    throw kv::usage_error("--max-clients: the open-file limit (ulimit -n) is " +
+                          std::to_string(rl.rlim_cur) + ", which leaves no descriptor for clients (" +
+                          std::to_string(reserve) + " are the server's own)");
+  }
+  const auto fits = static_cast<std::size_t>(rl.rlim_cur - reserve);
+  std::fprintf(stderr,
+               "urt-kv: --max-clients %zu lowered to %zu: the open-file limit (ulimit -n) is %llu, "
+               "%llu of them the server's own\n",
+               o.max_clients, fits, static_cast<unsigned long long>(rl.rlim_cur),
+               static_cast<unsigned long long>(reserve));
+  o.max_clients = fits;
+}
+
+// An acceptor on 127.0.0.1:port; a port that cannot be had names the option.
+template <class Acceptor, class Executor>
+Acceptor listen_on(const Executor& ex, unsigned port, const char* option) {
+  try {
+    return Acceptor(ex, {asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
+  } catch (const std::system_error& e) {
+    throw std::runtime_error(std::string(option) + " " + std::to_string(port) +
+                             ": cannot listen on 127.0.0.1:" + std::to_string(port) + ": " +
+                             e.code().message());
+  }
+}
+
 int run_urt(server& s) {
   urt::runtime_options ro;
   if (s.opt.threads != 0) ro.cpus = first_cpus(s.opt.threads);
@@ -591,13 +670,12 @@ int run_urt(server& s) {
     // The listeners and the signals share one strand (the handler closes
     // the listeners).
     const urt_mode::executor control = asio::make_strand(per_worker[0]);
-    const auto any = asio::ip::make_address("127.0.0.1");
-    urt_mode::acceptor acceptor(control, {any, static_cast<unsigned short>(s.opt.port)});
+    urt_mode::acceptor acceptor = listen_on<urt_mode::acceptor>(control, s.opt.port, "--port");
     s.port = acceptor.local_endpoint().port();
     std::optional<urt_mode::acceptor> metrics;
     std::optional<unsigned> metrics_port;
     if (s.opt.metrics_port) {
-      metrics.emplace(control, asio::ip::tcp::endpoint{any, static_cast<unsigned short>(*s.opt.metrics_port)});
+      metrics.emplace(listen_on<urt_mode::acceptor>(control, *s.opt.metrics_port, "--metrics-port"));
       metrics_port = metrics->local_endpoint().port();
     }
     asio::basic_signal_set<urt_mode::executor> signals(control, SIGINT, SIGTERM);
@@ -630,13 +708,13 @@ int run_asio(server& s) {
   asio::thread_pool pool(s.threads);
   {
     const auto control = asio::make_strand(pool);
-    const auto any = asio::ip::make_address("127.0.0.1");
-    asio::ip::tcp::acceptor acceptor(control, {any, static_cast<unsigned short>(s.opt.port)});
+    asio::ip::tcp::acceptor acceptor =
+        listen_on<asio::ip::tcp::acceptor>(control, s.opt.port, "--port");
     s.port = acceptor.local_endpoint().port();
     std::optional<asio::ip::tcp::acceptor> metrics;
     std::optional<unsigned> metrics_port;
     if (s.opt.metrics_port) {
-      metrics.emplace(control, asio::ip::tcp::endpoint{any, static_cast<unsigned short>(*s.opt.metrics_port)});
+      metrics.emplace(listen_on<asio::ip::tcp::acceptor>(control, *s.opt.metrics_port, "--metrics-port"));
       metrics_port = metrics->local_endpoint().port();
     }
     asio::signal_set signals(control, SIGINT, SIGTERM);
@@ -674,6 +752,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
+    fit_max_clients(o);
     server s(o);
     return o.mode == kv::server_mode::urt ? run_urt(s) : run_asio(s);
   } catch (const kv::usage_error& e) {

@@ -1,5 +1,8 @@
 #include "metrics.hpp"
 
+#include <malloc.h>
+
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 
@@ -90,10 +93,13 @@ std::uint64_t latency_histogram::snapshot::count_below_pow2(unsigned e) const no
   return n;
 }
 
-std::string info_text(const metrics_view& v, std::string_view section) {
-  const bool all = section.empty() || equals_nocase(section, "all") ||
-                   equals_nocase(section, "everything") || equals_nocase(section, "default");
-  const auto want = [&](std::string_view name) { return all || equals_nocase(section, name); };
+std::string info_text(const metrics_view& v, std::span<const std::string_view> sections) {
+  const auto named = [&](std::string_view name) {
+    return std::any_of(sections.begin(), sections.end(),
+                       [&](std::string_view s) { return equals_nocase(s, name); });
+  };
+  const bool all = sections.empty() || named("all") || named("everything") || named("default");
+  const auto want = [&](std::string_view name) { return all || named(name); };
   const server_counters& c = *v.counters;
   std::string out;
   const auto gap = [&] {
@@ -112,8 +118,18 @@ std::string info_text(const metrics_view& v, std::string_view section) {
   if (want("clients")) {
     gap();
     out += "# Clients\r\n";
-    line(out, "connected_clients:%lld\r\nmaxclients:%zu\r\n",
+    // blocked_clients: no command blocks (redis-cli --stat reads it).
+    line(out, "connected_clients:%lld\r\nmaxclients:%zu\r\nblocked_clients:0\r\n",
          static_cast<long long>(c.connected.load(std::memory_order_relaxed)), v.max_clients);
+  }
+  if (want("memory")) {
+    // What the allocator has handed out (redis-cli --stat reads used_memory).
+    gap();
+    out += "# Memory\r\n";
+    const struct mallinfo2 m = ::mallinfo2();
+    const auto used = static_cast<unsigned long long>(m.uordblks + m.hblkhd);
+    line(out, "used_memory:%llu\r\nused_memory_human:%.2fM\r\n", used,
+         static_cast<double>(used) / (1024.0 * 1024.0));
   }
   latency_histogram::snapshot snaps[class_count];
   for (unsigned k = 0; k < class_count; ++k) snaps[k] = c.latency[k].read();
@@ -136,8 +152,10 @@ std::string info_text(const metrics_view& v, std::string_view section) {
   }
   if (want("latency")) {
     gap();
+    // Microseconds from a request's arrival to its reply, as the upper
+    // bounds of 12.5% buckets (a comment line here would read as a section
+    // header to INFO parsers).
     out += "# Latency\r\n";
-    out += "# microseconds from a request's arrival to its reply, bucket upper bounds (12.5%)\r\n";
     for (unsigned k = 0; k < class_count; ++k) {
       const std::string_view name = class_name(static_cast<command_class>(k));
       const auto& s = snaps[k];

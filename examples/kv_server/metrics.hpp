@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,6 +80,7 @@ struct metrics_view {
   unsigned port = 0;
   unsigned threads = 0;
   std::size_t max_clients = 0;
+  std::uint64_t idle_timeout_s = 0;  ///< --idle-timeout (0: none), CONFIG GET timeout
   std::uint64_t uptime_s = 0;
   std::uint64_t keys = 0;
   int priorities[class_count] = {0, 0};  ///< urt mode's task priority per class
@@ -86,9 +88,11 @@ struct metrics_view {
   std::vector<urt::worker_stats> workers;  ///< urt mode only (empty in asio mode)
 };
 
-/// INFO's text. `section` empty, "all" or "everything": every section;
-/// else only that one (case-insensitive; unknown: empty text, as Redis).
-[[nodiscard]] std::string info_text(const metrics_view& v, std::string_view section);
+/// INFO's text. No section, or "all", "everything" or "default" among
+/// them: every section; else those named (case-insensitive, several as in
+/// Redis 7; unknown ones add nothing, as in Redis).
+[[nodiscard]] std::string info_text(const metrics_view& v,
+                                    std::span<const std::string_view> sections = {});
 /// The Prometheus text exposition format (version 0.0.4).
 [[nodiscard]] std::string prometheus_text(const metrics_view& v);
 

@@ -11,9 +11,13 @@ namespace {
 // int64 has 20 characters; Redis allows more, but nothing valid needs it.
 constexpr std::size_t max_count_line = 32;
 
+// sdssplitargs skips blanks, and checks what follows a closing quote, with
+// isspace(); an unquoted word ends only at a space, tab, CR or LF (\v and
+// \f are part of it: ECHO a\vb answers "a\vb").
 bool is_space(char c) noexcept {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
+bool ends_word(char c) noexcept { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 int hex_value(char c) noexcept {
   if (c >= '0' && c <= '9') return c - '0';
@@ -238,7 +242,7 @@ parse_result request_parser::parse_inline(std::string_view data,
         } else {
           words_ += c;
         }
-      } else if (p >= line.size() || is_space(c)) {
+      } else if (p >= line.size() || ends_word(c)) {
         done = true;
       } else if (c == '"') {
         in_double = true;
