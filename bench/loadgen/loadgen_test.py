@@ -119,7 +119,8 @@ def reply_for(words, behaviour):
 
 class FakeServer:
     """A RESP server on a thread; behaviour: ok, error (WORK gets -ERR),
-    silent (reads, never replies), close (closes a connection at its first WORK)."""
+    silent (reads, never replies), close (closes a connection at its first WORK),
+    full (refuses every connection as a server at its client limit does)."""
 
     def __init__(self, behaviour):
         self.behaviour = behaviour
@@ -142,6 +143,16 @@ class FakeServer:
     def serve(self, c):
         buf = b""
         with c:
+            if self.behaviour == "full":
+                # The refusal, then nothing more (kept open, so that the
+                # client's requests do not draw a reset that drops it).
+                c.sendall(b"-ERR max number of clients reached\r\n")
+                while True:
+                    try:
+                        if not c.recv(65536):
+                            return
+                    except OSError:
+                        return
             while True:
                 try:
                     data = c.recv(65536)
@@ -210,6 +221,13 @@ def test_failures(loadgen):
     rc, out, err = run([loadgen] + short(["--target=fake=127.0.0.1:%d" % s.port]))
     check(rc == 1, "closing server: exit %d, expected 1" % rc)
     check("the server closed bulk connection" in err, "closing server: not named: %r" % err)
+    s.close()
+
+    # A server at its client limit: its refusal is quoted.
+    s = FakeServer("full")
+    rc, out, err = run([loadgen] + short(["--target=fake=127.0.0.1:%d" % s.port]))
+    check(rc == 1, "full server: exit %d, expected 1" % rc)
+    check("-ERR max number of clients reached" in err, "full server: refusal not quoted: %r" % err)
     s.close()
 
     # A port bound but not listening: connections are refused.

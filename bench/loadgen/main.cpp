@@ -397,7 +397,12 @@ class session {
   }
 
   void on_reply(connection& c, const resp::reply& r, time_point at) {
-    if (c.fifo.empty()) throw failure(c.label() + ": a reply came with no request outstanding");
+    if (c.fifo.empty()) {
+      // A server that refuses the connection (Redis's and urt-kv's "max
+      // number of clients reached") replies before any request: say what.
+      throw failure(c.label() + ": a reply came with no request outstanding" +
+                    (r.type == '-' ? ": -" + std::string(r.text) : std::string()));
+    }
     const connection::pending p = c.fifo.front();
     c.fifo.pop_front();
     c.progress = at;
