@@ -391,8 +391,15 @@ def idle_memory(binary, mode):
     big = b"v" * 900_000
     c = Conn(port)
     check(c.call("SET", "big", big) == b"+OK\r\n", "SET of 900 KB")
-    before = int(info(port, "used_memory") or 0)
-    check(before > 0, "INFO used_memory")
+    before = int(info(port, "used_memory") or -1)
+    check(before >= 0, "INFO used_memory")
+    if before == 0:
+        # ASan and TSan replace malloc: glibc's mallinfo2 then sees none of it.
+        print(f"{mode}: idle buffers not checked: the allocator reports no memory in use "
+              "(a sanitizer build)", flush=True)
+        c.close()
+        s.stop(signal.SIGTERM)
+        return
     readers = [Conn(port) for _ in range(20)]
     for r in readers:
         check(len(r.call("GET", "big")) > len(big), "GET of 900 KB")
