@@ -124,7 +124,8 @@ bool run_control(args_t args, std::string& out, command_context& ctx) {
     // CONFIG GET pattern... as Redis 7, over the parameters urt-kv has (what
     // redis-benchmark asks before it starts: save and appendonly; it
     // persists nothing). Each matching parameter once, in this order.
-    if (n < 2 || !equals_nocase(args[1], "get")) {
+    if (n < 2) return arity(), true;
+    if (!equals_nocase(args[1], "get")) {
       return error("ERR urt-kv supports only CONFIG GET <pattern> [<pattern> ...]"), true;
     }
     if (n < 3) return ctx.counters.add(ctx.counters.command_errors), wrong_arity(out, "config|get"), true;
@@ -135,21 +136,24 @@ bool run_control(args_t args, std::string& out, command_context& ctx) {
         {"port", std::to_string(v.port)},
         {"save", ""},
         {"timeout", std::to_string(v.idle_timeout_s)}};
-    std::vector<const std::pair<std::string_view, std::string>*> found;
+    // As Redis: a name without *?[ is echoed as sent (MAXCLIENTS), a
+    // pattern's matches by their own names.
+    std::vector<std::pair<std::string_view, const std::string*>> found;
     for (const auto& param : params) {
       for (std::size_t i = 2; i < n; ++i) {
         std::string lower(args[i]);
         for (char& ch : lower) ch = (ch >= 'A' && ch <= 'Z') ? static_cast<char>(ch - 'A' + 'a') : ch;
         if (glob_match(lower, param.first)) {
-          found.push_back(&param);
+          const bool exact = args[i].find_first_of("*?[") == std::string_view::npos;
+          found.emplace_back(exact ? args[i] : param.first, &param.second);
           break;
         }
       }
     }
     reply_array_header(out, 2 * found.size());
-    for (const auto* param : found) {
-      reply_bulk(out, param->first);
-      reply_bulk(out, param->second);
+    for (const auto& [shown, value] : found) {
+      reply_bulk(out, shown);
+      reply_bulk(out, *value);
     }
   } else if (is("command")) {
     // COMMAND COUNT: the commands urt-kv runs. redis-cli asks for COMMAND

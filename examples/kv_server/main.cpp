@@ -66,6 +66,7 @@
 #include <urcu/urcu-qsbr.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -146,6 +147,8 @@ struct server {
   kv::options opt;
   kv::store db;
   kv::server_counters counters;
+  // Open /metrics connections (at most max_metrics_connections).
+  std::atomic<std::int64_t> metrics_connected{0};
   const clock_type::time_point started = clock_type::now();
   unsigned port = 0;
   unsigned threads = 0;
@@ -297,6 +300,9 @@ void bulk_inline(server& s, const kv::command_plan& p, std::string& out) {
 }
 
 // --- a connection -------------------------------------------------------------
+
+// /metrics connections open at once; one more gets 503 and is closed.
+constexpr std::int64_t max_metrics_connections = 8;
 
 // A connection's read buffer (it grows up to --max-request for a request
 // that needs it), and the reply buffer it keeps between reads.
@@ -490,17 +496,17 @@ typename M::template awaitable<> http_session(server& s, std::shared_ptr<connect
   c->close();
 }
 
-// Starts a connection's coroutines, counted in s.live; a client connection
-// (not a /metrics one) also in counters.connected.
+// Starts a connection's coroutines, counted in s.live and in `open` (a
+// client's in counters.connected, a /metrics one in metrics_connected).
 template <class M, class Session>
 void start(server& s, typename M::socket socket, Session session_fn, std::chrono::seconds timeout,
-           bool client) {
+           std::atomic<std::int64_t>& open) {
   typename M::executor ex = socket.get_executor();
   auto c = std::make_shared<connection<M>>(std::move(socket), typename M::timer(ex));
   if (!enlist(s, c)) return;  // the shutdown began: close it at once
-  if (client) s.counters.connected.fetch_add(1, std::memory_order_relaxed);
+  open.fetch_add(1, std::memory_order_relaxed);
   s.begin();
-  asio::co_spawn(ex, session_fn(s, c), [&s, c, client](std::exception_ptr e) {
+  asio::co_spawn(ex, session_fn(s, c), [&s, c, &open](std::exception_ptr e) {
     if (e) {
       try {
         std::rethrow_exception(e);
@@ -509,7 +515,7 @@ void start(server& s, typename M::socket socket, Session session_fn, std::chrono
       }
     }
     delist(s, *c);
-    if (client) s.counters.connected.fetch_sub(1, std::memory_order_relaxed);
+    open.fetch_sub(1, std::memory_order_relaxed);
     s.end();
   });
   if (timeout > 0s) {
@@ -545,7 +551,17 @@ typename M::template awaitable<> accept_loop(server& s, typename M::acceptor& ac
       continue;
     }
     if (metrics) {
-      start<M>(s, std::move(socket), http_session<M>, 10s, false);
+      // Bounded: the descriptors fit_max_clients() keeps for the server
+      // leave room for this many (30 slow ones took the clients' own).
+      if (s.metrics_connected.load(std::memory_order_relaxed) >= max_metrics_connections) {
+        static constexpr std::string_view busy =
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        std::error_code ignored;
+        socket.non_blocking(true, ignored);
+        socket.write_some(asio::buffer(busy), ignored);
+        continue;
+      }
+      start<M>(s, std::move(socket), http_session<M>, 10s, s.metrics_connected);
       continue;
     }
     if (s.counters.connected.load(std::memory_order_relaxed) >=
@@ -563,7 +579,7 @@ typename M::template awaitable<> accept_loop(server& s, typename M::acceptor& ac
     // waited for the client's delayed ACK, 40 ms per round trip.
     std::error_code ignored;
     socket.set_option(asio::ip::tcp::no_delay(true), ignored);
-    start<M>(s, std::move(socket), session<M>, s.opt.idle_timeout, true);
+    start<M>(s, std::move(socket), session<M>, s.opt.idle_timeout, s.counters.connected);
   }
   s.end();
 }
@@ -607,8 +623,8 @@ void wait_for_coroutines(server& s) {
 
 // As Redis: --max-clients needs that many descriptors besides the server's
 // own: 7 at start and 6 per worker (/proc/PID/fd of urt-kv with a metrics
-// port: 19 with two workers, 13 with one without), and room for /metrics
-// connections: 32 + 6 per worker. Raise the soft open-file limit as far
+// port: 19 with two workers, 13 with one without), and room for the
+// max_metrics_connections /metrics connections: 32 + 6 per worker. Raise the soft open-file limit as far
 // as the hard one allows, else lower --max-clients to fit and say so: a
 // client over it then gets "max number of clients reached" instead of an
 // accept that fails and leaves it waiting.
