@@ -624,10 +624,10 @@ void wait_for_coroutines(server& s) {
 // As Redis: --max-clients needs that many descriptors besides the server's
 // own: 7 at start and 6 per worker (/proc/PID/fd of urt-kv with a metrics
 // port: 19 with two workers, 13 with one without), and room for the
-// max_metrics_connections /metrics connections: 32 + 6 per worker. Raise the soft open-file limit as far
-// as the hard one allows, else lower --max-clients to fit and say so: a
-// client over it then gets "max number of clients reached" instead of an
-// accept that fails and leaves it waiting.
+// max_metrics_connections /metrics connections: 32 + 6 per worker. Raise
+// the soft open-file limit as far as the hard one allows, else lower
+// --max-clients to fit and say so: a client over it then gets "max number
+// of clients reached" instead of an accept that fails and leaves it waiting.
 void fit_max_clients(kv::options& o) {
   const unsigned threads = o.threads != 0 ? o.threads : allowed_cpus();
   const rlim_t reserve = 32 + 6 * static_cast<rlim_t>(threads);
@@ -691,7 +691,8 @@ int run_urt(server& s) {
     std::optional<urt_mode::acceptor> metrics;
     std::optional<unsigned> metrics_port;
     if (s.opt.metrics_port) {
-      metrics.emplace(listen_on<urt_mode::acceptor>(control, *s.opt.metrics_port, "--metrics-port"));
+      metrics.emplace(
+          listen_on<urt_mode::acceptor>(control, *s.opt.metrics_port, "--metrics-port"));
       metrics_port = metrics->local_endpoint().port();
     }
     asio::basic_signal_set<urt_mode::executor> signals(control, SIGINT, SIGTERM);
@@ -730,7 +731,8 @@ int run_asio(server& s) {
     std::optional<asio::ip::tcp::acceptor> metrics;
     std::optional<unsigned> metrics_port;
     if (s.opt.metrics_port) {
-      metrics.emplace(listen_on<asio::ip::tcp::acceptor>(control, *s.opt.metrics_port, "--metrics-port"));
+      metrics.emplace(
+          listen_on<asio::ip::tcp::acceptor>(control, *s.opt.metrics_port, "--metrics-port"));
       metrics_port = metrics->local_endpoint().port();
     }
     asio::signal_set signals(control, SIGINT, SIGTERM);
