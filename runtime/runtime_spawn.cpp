@@ -237,6 +237,7 @@ void runtime::commit_timed(spawn_ticket& ticket, clock::time_point release,
   task_node* node = ticket.node_;
   node->timed = true;
   node->release = release;
+  node->called_at = clock::now();  // a release already past now is a spawn made now
   node->period = period;
   node->periodic = state;
   commit_spawn(ticket);

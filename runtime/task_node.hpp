@@ -42,6 +42,7 @@ struct task_node {
   rq_link push;
   // Timed tasks only (spawn_at, every): untouched by plain spawns.
   clock::time_point release{};
+  clock::time_point called_at{};          // when spawn_at()/every() queued it
   std::chrono::nanoseconds period{0};     // > 0: a periodic series
   periodic_state* periodic = nullptr;     // the series' shared cancel flag
   worker_set affinity;

@@ -271,18 +271,20 @@ void worker::enqueue(task_node* node) noexcept {
                                  run_state::cancelling);
       return;
     }
-    // Due already (spawn_at with a past deadline, a series starting now):
-    // it joins the run queue in its place among the nodes taken in with it,
-    // as a spawn() made then, not after them at this step's release_due().
-    // The timer queue's nodes due no later than it go first: earlier
-    // deadlines, and equal ones taken in before it. Not a series once stop()
-    // began: this step's end_periodic_series() ends it unrun, as every
-    // series (a stale `running` releases it once, as release_due() would).
-    if (node->release <= clock::now() &&
+    // Past already when spawn_at()/every() was called: a spawn made then.
+    // It joins the run queue in its place among the nodes taken in with it,
+    // not after them at this step's release_due(); the timer queue's nodes
+    // released by that moment go first, in release order. A release that
+    // came while the node was on its way (a slow intake) waits in the timer
+    // queue like any other, so that releases keep deadline order. Not a
+    // series once stop() began: this step's end_periodic_series() ends it
+    // unrun, as every series (a stale `running` releases it once, as
+    // release_due() would).
+    if (node->release <= node->called_at &&
         (node->series() == nullptr ||
          shared_.state.load(std::memory_order_relaxed) == run_state::running)) {
       while (task_node* earlier = timers_.top()) {
-        if (earlier->release > node->release) break;
+        if (earlier->release > node->called_at) break;
         timers_.pop();
         release(earlier);
       }

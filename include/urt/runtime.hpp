@@ -98,10 +98,11 @@ class runtime {
   /// never comes. stop(drain) waits for pending deadlines; stop(cancel)
   /// drops them and counts them.
   ///
-  /// Order within a priority: a deadline already passed when the worker
-  /// takes the task in queues it there as a spawn() would. A later one
-  /// queues it at the worker's first scheduling point at or after the
-  /// deadline, behind the spawns that point takes in; releases due at the
+  /// Order within a priority: a deadline already passed when spawn_at() is
+  /// called queues the task as a spawn() made then. A later one (also one
+  /// that passes while the task is on its way to its worker) queues it at
+  /// the worker's first scheduling point at or after the deadline, behind
+  /// the spawns that point takes in; releases due at the
   /// same point queue in deadline order, equal deadlines in the order the
   /// worker took them in (for one caller, the order of its calls; for
   /// series of one period and start, the order they were made).

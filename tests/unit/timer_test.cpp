@@ -135,6 +135,38 @@ TEST_CASE("timer: releases of one priority run first in first out: equal deadlin
   CHECK(order == expected);
 }
 
+TEST_CASE("timer: releases keep deadline order when the worker takes them in after they came") {
+  // The worker is held while the deadlines pass: the nodes wait in its
+  // inbox and are taken in together, all due. They were ahead when spawned,
+  // so they release in deadline order, not in the order they were spawned
+  // (an earlier version queued a node due at its intake at once: under ASan
+  // this file's "deadline order" case failed 2 of 3 setups).
+  urt::runtime rt(one_worker());
+  std::atomic<bool> go{false};
+  std::atomic<bool> holding{false};
+  rt.spawn(urt::task_spec{.priority = 99}, [&] {
+    holding.store(true);
+    while (!go.load()) std::this_thread::yield();
+  });
+  while (!holding.load()) std::this_thread::yield();
+  const urt::clock::time_point base = urt::clock::now() + 1ms;
+  std::mutex m;
+  std::vector<int> order;
+  const std::vector<int> offsets_us{900, 100, 500, 300, 700, 200, 800, 400, 600, 0};
+  for (int us : offsets_us) {
+    rt.spawn_at(base + std::chrono::microseconds{us}, urt::task_spec{.priority = 5}, [&, us] {
+      std::lock_guard lock(m);
+      order.push_back(us);
+    });
+  }
+  while (urt::clock::now() <= base + 1ms) std::this_thread::yield();
+  go.store(true);
+  rt.stop();
+  std::vector<int> sorted = offsets_us;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(order == sorted);
+}
+
 TEST_CASE("timer: an equal deadline taken in after it passed runs after the one waiting for it") {
   // A waits in the timer queue for d; B, spawn_at(d) after d passed, is due
   // when taken in. B used to be queued at once and A only at the step's
