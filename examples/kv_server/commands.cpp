@@ -17,11 +17,16 @@ using args_t = std::span<const std::string_view>;
 // COMMAND: what COMMAND COUNT says.
 constexpr std::size_t command_count = 14;
 
+// ASCII lower case (command and parameter names).
+std::string lower_case(std::string_view text) {
+  std::string lower(text);
+  for (char& ch : lower) ch = (ch >= 'A' && ch <= 'Z') ? static_cast<char>(ch - 'A' + 'a') : ch;
+  return lower;
+}
+
 // Redis's error texts, so that clients that match on them work.
 void wrong_arity(std::string& out, std::string_view name) {
-  std::string lower(name);
-  for (char& ch : lower) ch = (ch >= 'A' && ch <= 'Z') ? static_cast<char>(ch - 'A' + 'a') : ch;
-  reply_error(out, "ERR wrong number of arguments for '" + lower + "' command");
+  reply_error(out, "ERR wrong number of arguments for '" + lower_case(name) + "' command");
 }
 
 void unknown_command(std::string& out, args_t args) {
@@ -138,12 +143,12 @@ bool run_control(args_t args, std::string& out, command_context& ctx) {
         {"timeout", std::to_string(v.idle_timeout_s)}};
     // As Redis: a name without *?[ is echoed as sent (MAXCLIENTS), a
     // pattern's matches by their own names.
+    std::vector<std::string> patterns;
+    for (std::size_t i = 2; i < n; ++i) patterns.push_back(lower_case(args[i]));
     std::vector<std::pair<std::string_view, const std::string*>> found;
     for (const auto& param : params) {
       for (std::size_t i = 2; i < n; ++i) {
-        std::string lower(args[i]);
-        for (char& ch : lower) ch = (ch >= 'A' && ch <= 'Z') ? static_cast<char>(ch - 'A' + 'a') : ch;
-        if (glob_match(lower, param.first)) {
+        if (glob_match(patterns[i - 2], param.first)) {
           const bool exact = args[i].find_first_of("*?[") == std::string_view::npos;
           found.emplace_back(exact ? args[i] : param.first, &param.second);
           break;

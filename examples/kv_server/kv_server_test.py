@@ -470,9 +470,10 @@ def concurrency(port):
 
 
 def metrics(port, promtool):
-    def get(path, eol="\r\n"):
+    def raw(request):
+        """Sends `request` on a new connection; everything the server sends back."""
         s = socket.create_connection(("127.0.0.1", port), timeout=HANG)
-        s.sendall(f"GET {path} HTTP/1.1{eol}Host: localhost{eol}Accept: text/plain{eol}{eol}".encode())
+        s.sendall(request)
         data = b""
         while True:
             chunk = s.recv(65536)
@@ -480,6 +481,10 @@ def metrics(port, promtool):
                 break
             data += chunk
         s.close()
+        return data
+
+    def get(path, eol="\r\n"):
+        data = raw(f"GET {path} HTTP/1.1{eol}Host: localhost{eol}Accept: text/plain{eol}{eol}".encode())
         head, _, body = data.partition(b"\r\n\r\n")
         return head.decode(), body.decode()
 
@@ -499,21 +504,6 @@ def metrics(port, promtool):
     check(head.startswith("HTTP/1.1 404"), f"/other: {head[:40]!r}")
     head, _ = get("/metrics", eol="\n")  # bare LFs, as printf ... | nc sends them
     check(head.startswith("HTTP/1.1 200 OK"), f"/metrics with bare LFs: {head[:40]!r}")
-
-    def raw(request):
-        s = socket.create_connection(("127.0.0.1", port), timeout=HANG)
-        if request:
-            s.sendall(request)
-        else:
-            s.shutdown(socket.SHUT_WR)  # a request that ends at once (404 unless refused)
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        s.close()
-        return data
 
     # HEAD (curl -I): the headers of GET, no body.
     got = raw(b"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -39,6 +39,16 @@ struct wake_setup {
   urt::timer_wake_mode wake;
   const char* name;
 };
+// Holds `rt`'s one worker with a task at 99 until `go` opens; returns once
+// it runs (`held` opened), so that what is spawned next stays queued.
+void hold_worker(urt::runtime& rt, urt_test::gate& held, urt_test::gate& go) {
+  rt.spawn(urt::task_spec{.priority = 99}, [&held, &go] {
+    held.open();
+    go.wait();
+  });
+  held.wait();
+}
+
 constexpr wake_setup wake_setups[] = {
     {0ns, urt::timer_wake_mode::at_release, "at_release"},
     {0ns, urt::timer_wake_mode::adaptive, "adaptive"},
@@ -100,13 +110,9 @@ TEST_CASE("timer: the timer queue pops equal releases in push order") {
 TEST_CASE("timer: releases of one priority run first in first out: equal deadlines, past ones among spawns") {
   // One worker, held at 99 while everything is queued.
   urt::runtime rt(one_worker());
-  std::atomic<bool> go{false};
-  std::atomic<bool> holding{false};
-  rt.spawn(urt::task_spec{.priority = 99}, [&] {
-    holding.store(true);
-    while (!go.load()) std::this_thread::yield();
-  });
-  while (!holding.load()) std::this_thread::yield();
+  urt_test::gate held;
+  urt_test::gate go;
+  hold_worker(rt, held, go);
   std::mutex m;
   std::vector<int> order;
   const auto record = [&](int i) {
@@ -128,7 +134,7 @@ TEST_CASE("timer: releases of one priority run first in first out: equal deadlin
   }
   const urt::clock::time_point ahead = urt::clock::now() + 50ms;
   for (int i = 20; i < 30; ++i) rt.spawn_at(ahead, urt::task_spec{.priority = 40}, record(i));
-  go.store(true);
+  go.open();
   rt.stop();  // drain: waits for the deadline ahead
   std::vector<int> expected(30);
   for (int i = 0; i < 30; ++i) expected[static_cast<std::size_t>(i)] = i;
@@ -142,13 +148,9 @@ TEST_CASE("timer: releases keep deadline order when the worker takes them in aft
   // (an earlier version queued a node due at its intake at once: under ASan
   // this file's "deadline order" case failed 2 of 3 setups).
   urt::runtime rt(one_worker());
-  std::atomic<bool> go{false};
-  std::atomic<bool> holding{false};
-  rt.spawn(urt::task_spec{.priority = 99}, [&] {
-    holding.store(true);
-    while (!go.load()) std::this_thread::yield();
-  });
-  while (!holding.load()) std::this_thread::yield();
+  urt_test::gate held;
+  urt_test::gate go;
+  hold_worker(rt, held, go);
   const urt::clock::time_point base = urt::clock::now() + 1ms;
   std::mutex m;
   std::vector<int> order;
@@ -160,7 +162,7 @@ TEST_CASE("timer: releases keep deadline order when the worker takes them in aft
     });
   }
   while (urt::clock::now() <= base + 1ms) std::this_thread::yield();
-  go.store(true);
+  go.open();
   rt.stop();
   std::vector<int> sorted = offsets_us;
   std::sort(sorted.begin(), sorted.end());
