@@ -396,6 +396,15 @@ def open_file_limit(binary, mode):
     err = proc.stderr.read()
     check(code == 0, f"{mode}: SIGTERM under ulimit -n 64: exit {code}")
     check("--max-clients 1000 lowered to" in err, f"{mode}: the lowering is said: {err!r}")
+    # A hard limit that leaves nothing for clients: exit 2, the option named.
+
+    def tiny():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (20, 20))
+
+    r = subprocess.run([binary, "--port", "0", "--mode", mode], capture_output=True, text=True,
+                       timeout=HANG, preexec_fn=tiny)
+    check(r.returncode == 2 and "--max-clients: the open-file limit (ulimit -n) is 20" in r.stderr,
+          f"{mode}: ulimit -n 20: exit {r.returncode}, {r.stderr[:120]!r}")
 
 
 def idle_memory(binary, mode):
