@@ -151,7 +151,10 @@ TEST_CASE("timer: releases keep deadline order when the worker takes them in aft
   urt_test::gate held;
   urt_test::gate go;
   hold_worker(rt, held, go);
-  const urt::clock::time_point base = urt::clock::now() + 1ms;
+  // Every deadline ahead when spawned, also under a sanitizer's slow spawns
+  // (1 ms was not enough under ASan: a deadline already past at the call
+  // queues as a spawn, in call order).
+  const urt::clock::time_point base = urt::clock::now() + 50ms;
   std::mutex m;
   std::vector<int> order;
   const std::vector<int> offsets_us{900, 100, 500, 300, 700, 200, 800, 400, 600, 0};
