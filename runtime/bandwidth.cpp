@@ -21,8 +21,11 @@ bandwidth::bandwidth(const bandwidth_options& opts, clock::time_point start) noe
       last_(start) {}
 
 void bandwidth::configure(const bandwidth_options& opts, clock::time_point now) noexcept {
-  if (active()) tick(now);
-  if (holding_) end_hold(std::max(now, held_since_));
+  if (!suspended_) {
+    if (active()) tick(now);
+    if (holding_) end_hold(std::max(now, held_since_));
+  }
+  suspended_ = false;
   mode_ = opts.mode;
   runtime_ = opts.runtime;
   period_ = opts.period;
@@ -31,6 +34,14 @@ void bandwidth::configure(const bandwidth_options& opts, clock::time_point now) 
   fifo_used_ = clock::duration{0};
   period_overrun_ = clock::duration{0};
   picked_in_budget_ = false;
+}
+
+void bandwidth::suspend(clock::time_point now) noexcept {
+  if (suspended_) return;
+  if (active()) tick(now);
+  if (holding_) end_hold(std::max(now, held_since_));
+  running_ = run_class::idle;
+  suspended_ = true;
 }
 
 void bandwidth::tick(clock::time_point now) noexcept {
@@ -101,6 +112,8 @@ bandwidth::allow bandwidth::decide(clock::time_point now, bool normal_waiting) n
     worker_counters::bump_relaxed(counters_.throttle_events);
   } else if (!hold && holding_) {
     end_hold(now);  // deferred: the normal work ran out before the period did
+  } else if (holding_) {
+    count_hold(now);  // a hold in progress shows in the stats as it goes
   }
   return holding_ ? allow::normal_only : allow::any;
 }
@@ -112,8 +125,14 @@ void bandwidth::picked(run_class c) noexcept {
 }
 
 void bandwidth::end_hold(clock::time_point at) noexcept {
+  count_hold(at);
   holding_ = false;
+}
+
+void bandwidth::count_hold(clock::time_point at) noexcept {
+  if (at <= held_since_) return;
   worker_counters::bump_relaxed(counters_.throttled_ns, ns(at - held_since_));
+  held_since_ = at;
 }
 
 }  // namespace urt::detail

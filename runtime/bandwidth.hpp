@@ -79,7 +79,24 @@ class bandwidth {
   /// Owner, at a scheduling point: new parameters (validated) from now on.
   /// The time so far is charged under the old ones; a hold ends, and a new
   /// period starts at `now`, so a change takes effect within one period.
+  /// After suspend(), nothing is charged for the time suspended: the budget
+  /// starts afresh. Callers skip it when has() the same parameters: an
+  /// unchanged budget keeps its period, its use and its hold (another
+  /// budget's change must not hand this one a new period).
   void configure(const bandwidth_options& opts, clock::time_point now) noexcept;
+  /// Whether the budget has these parameters (and is not suspended).
+  [[nodiscard]] bool has(const bandwidth_options& opts) const noexcept {
+    return !suspended_ && opts.mode == mode_ && opts.runtime == runtime_ && opts.period == period_;
+  }
+  /// Owner, at a scheduling point: the budget is dropped (its group's budget
+  /// was removed). The time until `now` is charged and a hold ends there;
+  /// then nothing is measured until configure() gives it parameters again.
+  void suspend(clock::time_point now) noexcept;
+  /// Owner: a hold in progress ends at `now` (stop() began: nothing is held
+  /// back any more), its time counted.
+  void release(clock::time_point now) noexcept {
+    if (holding_) end_hold(now);
+  }
 
   /// Whether the budget is enforced at all (mode != off); when not, the
   /// worker never calls the members below and pays no clock read.
@@ -129,6 +146,8 @@ class bandwidth {
   // a task picked inside it, that is overrun.
   void use_fifo(clock::duration d) noexcept;
   void end_hold(clock::time_point at) noexcept;
+  // Counts the hold's time up to `at` (at or after held_since_).
+  void count_hold(clock::time_point at) noexcept;
 
   throttle_mode mode_;
   clock::duration runtime_;
@@ -140,7 +159,8 @@ class bandwidth {
   run_class running_ = run_class::idle;  // picked at the last scheduling point
   bool picked_in_budget_ = false;   // ... and it was FIFO picked with budget left
   bool holding_ = false;
-  clock::time_point held_since_{};
+  bool suspended_ = false;
+  clock::time_point held_since_{};  // counted up to here in throttled_ns
   counters counters_;
 };
 

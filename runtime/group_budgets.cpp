@@ -1,6 +1,7 @@
 #include "group_budgets.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "task_node.hpp"
 
@@ -12,22 +13,45 @@ group_budgets::~group_budgets() {
 
 void group_budgets::configure(const std::vector<bandwidth_table::block::group_entry>& groups,
                               clock::time_point now) {
+  // A group's budget is touched only when it changed: a block is published
+  // for any group's change and for make_group(), and a reconfigured budget
+  // starts a new period with nothing used and no hold. Resetting them all
+  // each time let a thread that adjusts one group (or makes groups) every
+  // few milliseconds lift every other group's budget.
+  std::array<bool, max_groups> was_budgeted{};
+  for (const unsigned g : budgeted_) was_budgeted[g] = true;
   budgeted_.clear();
-  held_.fill(false);
-  any_held_ = false;
-  for (unsigned g = 0; g < groups.size() && g < max_groups; ++g) {
-    const auto& budget = groups[g].budget;
-    if (!budget) continue;
-    const bandwidth_options opts{
-        .mode = throttle_mode::strict, .runtime = budget->runtime, .period = budget->period};
-    if (bandwidth* b = budgets_[g].load(std::memory_order_relaxed)) {
-      b->configure(opts, now);
-    } else {
+  for (unsigned g = 0; g < max_groups; ++g) {
+    bandwidth* b = budgets_[g].load(std::memory_order_relaxed);
+    const std::optional<group_budget>* budget = g < groups.size() ? &groups[g].budget : nullptr;
+    if (budget == nullptr || !budget->has_value()) {
+      // Removed: charge it up to now and end its hold; a budget given back
+      // later starts afresh (bandwidth::suspend()).
+      if (was_budgeted[g]) b->suspend(now);
+      held_[g] = false;
+      continue;
+    }
+    const bandwidth_options opts{.mode = throttle_mode::strict,
+                                 .runtime = (*budget)->runtime,
+                                 .period = (*budget)->period};
+    if (b == nullptr) {
       // Release: pairs with the acquire load in counters().
       budgets_[g].store(new bandwidth(opts, now), std::memory_order_release);
+    } else if (!b->has(opts)) {
+      b->configure(opts, now);
+      held_[g] = false;  // a new configuration starts with the group's FIFO allowed
     }
     budgeted_.push_back(g);
   }
+  any_held_ = std::any_of(budgeted_.begin(), budgeted_.end(), [this](unsigned g) { return held_[g]; });
+}
+
+void group_budgets::release_holds(clock::time_point now) noexcept {
+  for (const unsigned g : budgeted_) {
+    budgets_[g].load(std::memory_order_relaxed)->release(now);
+    held_[g] = false;
+  }
+  any_held_ = false;
 }
 
 bool group_budgets::look(clock::time_point now) noexcept {

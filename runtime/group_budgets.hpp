@@ -35,7 +35,9 @@ class group_budgets {
   group_budgets(const group_budgets&) = delete;
   group_budgets& operator=(const group_budgets&) = delete;
 
-  /// Owner: the groups of a new parameter block, from `now` on.
+  /// Owner: the groups of a new parameter block, from `now` on. Only the
+  /// budgets that changed are reconfigured (a new period, nothing used, no
+  /// hold); a removed one is suspended, its time and hold counted to `now`.
   void configure(const std::vector<bandwidth_table::block::group_entry>& groups,
                  clock::time_point now);
   /// Whether any group has a budget (then every scheduling point looks).
@@ -43,6 +45,9 @@ class group_budgets {
   /// Owner, at a scheduling point: charges the time since the last one,
   /// rolls periods, decides holds. Returns whether any group is held.
   bool look(clock::time_point now) noexcept;
+  /// Owner: stop() began: every hold ends at `now` (counted), and nothing
+  /// is held back any more.
+  void release_holds(clock::time_point now) noexcept;
   /// Whether some group is held back here (as of the last look()).
   [[nodiscard]] bool any_held() const noexcept { return any_held_; }
   /// Whether `group`'s FIFO tasks are held back here (after look()).

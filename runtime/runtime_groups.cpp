@@ -35,7 +35,7 @@ group runtime::make_group(const group_options& opts) {
   constexpr std::size_t max_name = 64;
   if (opts.name.size() > max_name) {
     throw std::invalid_argument("runtime::make_group: group_options.name: " +
-                                std::to_string(opts.name.size()) + " characters exceed " +
+                                std::to_string(opts.name.size()) + " bytes exceed " +
                                 std::to_string(max_name));
   }
   if (opts.budget) detail::validate_group_budget(*opts.budget, "runtime::make_group: group_options.budget");

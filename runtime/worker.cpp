@@ -205,16 +205,26 @@ worker::pick_rule worker::consult_budgets(bool stopping) noexcept {
   if (const bandwidth_table::block* p = shared_.bandwidth_params->read();
       p->version != bandwidth_version_) {
     const clock::time_point now = clock::now();  // set_bandwidth() or make_group() was called
-    bandwidth_.configure(p->runtime_wide, now);
+    // Only what changed is reconfigured (a new period, no hold): an
+    // unchanged budget keeps its period and what it used.
+    if (!bandwidth_.has(p->runtime_wide)) {
+      bandwidth_.configure(p->runtime_wide, now);
+      q_.fifo_held = false;  // a new configuration starts with FIFO allowed
+    }
     groups_.configure(p->groups, now);
     bandwidth_version_ = p->version;
-    q_.fifo_held = false;  // a new configuration starts with FIFO allowed
   }
   // Once stop() has begun, nothing is held back: under a strict budget of
   // 1 ms an hour, a drain of five 2-ms FIFO tasks would otherwise take
   // four hours (stop(cancel) drops them anyway). The time of the tasks run
   // meanwhile is not charged to any budget.
   if (stopping) {
+    // Holds in progress end now, their time counted.
+    if (bandwidth_.holding() || groups_.any_held()) {
+      const clock::time_point now = clock::now();
+      bandwidth_.release(now);
+      groups_.release_holds(now);
+    }
     q_.fifo_held = false;
     return rule;
   }

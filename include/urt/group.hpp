@@ -25,7 +25,7 @@ struct group_budget {
 
 /// What runtime::make_group() builds a group from.
 struct group_options {
-  /// For stats and messages; at most 64 characters.
+  /// For stats; at most 64 bytes (UTF-8 counts its bytes).
   std::string name{};
   /// nullopt: only the runtime-wide budget (runtime_options::bandwidth)
   /// limits the group's tasks.
@@ -71,7 +71,7 @@ struct group_stats {
   std::uint64_t fifo_ns = 0;          ///< its FIFO tasks ran this long
   std::uint64_t normal_ns = 0;        ///< its normal tasks (priority 0) ran this long
   std::uint64_t throttle_events = 0;  ///< times its FIFO tasks were held back on a worker
-  std::uint64_t throttled_ns = 0;     ///< time they were held back, summed over workers
+  std::uint64_t throttled_ns = 0;     ///< time they were held back, summed over workers (as worker_stats::throttled_ns)
   std::uint64_t server_slices = 0;    ///< its normal tasks picked while its FIFO was held
   std::uint64_t overrun_ns = 0;       ///< FIFO time past its budget by tasks picked inside it
   std::uint64_t overrun_events = 0;   ///< its tasks that ran past its budget

@@ -140,7 +140,8 @@ class runtime {
 
   /// Stops the runtime and joins its workers. drain: runs every accepted
   /// task first and returns 0 (budgets hold nothing back once the stop
-  /// began: FIFO work a budget holds runs at once); cancel: lets running
+  /// began: FIFO work a budget holds runs at once, and the time tasks run
+  /// from then on is not counted in the budgets' stats); cancel: lets running
   /// tasks finish, drops the queued ones and returns how many were dropped.
   /// A second call returns 0.
   /// Throws std::invalid_argument, before stopping anything, for a `mode`
@@ -152,7 +153,8 @@ class runtime {
   /// the runtime runs; any thread. Each worker takes it at its next
   /// scheduling point and starts a new period there, so it holds within one
   /// period; a worker idle until its held FIFO work's period ends is woken
-  /// to take it at once (a lifted budget runs that work now). Throws
+  /// to take it at once (a lifted budget runs that work now). Setting the
+  /// values it already has changes nothing (no new period). Throws
   /// std::invalid_argument naming the bad field and value, runtime_stopped
   /// once stop() has begun.
   void set_bandwidth(const bandwidth_options& opts);
@@ -163,8 +165,11 @@ class runtime {
   /// once stop() has begun.
   group make_group(const group_options& opts);
   /// Gives group `g` a budget, changes it, or (nullopt) removes it, while
-  /// the runtime runs; takes effect as set_bandwidth() does. Same errors,
-  /// and std::invalid_argument for a group of another runtime.
+  /// the runtime runs; takes effect as set_bandwidth() does, for `g` alone:
+  /// other groups' budgets and the runtime-wide one keep their periods. A
+  /// budget removed and given back later starts afresh (the time between
+  /// is not measured). Same errors, and std::invalid_argument for a group
+  /// of another runtime.
   void set_bandwidth(group g, std::optional<group_budget> budget);
   /// A snapshot of group `g`'s counters, summed over the workers.
   [[nodiscard]] group_stats stats(group g) const;

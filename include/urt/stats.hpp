@@ -53,7 +53,11 @@ struct worker_stats {
   std::uint64_t normal_ns = 0;        ///< running normal tasks (priority 0)
   std::uint64_t idle_ns = 0;          ///< running nothing
   std::uint64_t throttle_events = 0;  ///< times FIFO was held back, its budget spent
-  std::uint64_t throttled_ns = 0;     ///< time FIFO was held back
+  /// Time FIFO was held back: a hold in progress counts up to the worker's
+  /// last scheduling point (a worker with nothing else to run sleeps until
+  /// the period ends, and counts its hold then); a hold ends at the
+  /// period's end, a budget change, or once stop() began.
+  std::uint64_t throttled_ns = 0;
   std::uint64_t server_slices = 0;    ///< normal tasks run while FIFO was held back
   std::uint64_t overrun_ns = 0;       ///< FIFO time past the budget by tasks started inside it
   std::uint64_t overrun_events = 0;   ///< tasks that ran past the budget

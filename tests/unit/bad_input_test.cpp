@@ -784,7 +784,7 @@ TEST_CASE("bad input: every rejected input of the public API and urt-cyclictest,
       reject<std::invalid_argument>(
           "make_group: a name of 65 characters",
           [&] { (void)rt.make_group(urt::group_options{.name = std::string(65, 'g')}); },
-          "runtime::make_group: group_options.name: 65 characters exceed 64"),
+          "runtime::make_group: group_options.name: 65 bytes exceed 64"),
       reject<std::invalid_argument>(
           "make_group: budget runtime 0",
           [&] {

@@ -527,7 +527,7 @@ TEST_CASE("bandwidth_live: bad groups and group budgets are rejected naming the 
   urt::runtime other(one_worker(urt::throttle_mode::deferred));
   const urt::group foreign = other.make_group({.name = "theirs"});
   CHECK(message([&] { rt.make_group({.name = std::string(65, 'x')}); }) ==
-        "runtime::make_group: group_options.name: 65 characters exceed 64");
+        "runtime::make_group: group_options.name: 65 bytes exceed 64");
   CHECK(message([&] { rt.make_group({.budget = urt::group_budget{2ms, 1ms}}); }) ==
         "runtime::make_group: group_options.budget.runtime: 2000000ns exceeds the period of "
         "1000000ns");
@@ -553,4 +553,89 @@ TEST_CASE("bandwidth_live: bad groups and group budgets are rejected naming the 
   rt.stop();
   CHECK(message([&] { rt.make_group({}); }) ==
         "runtime::make_group: the runtime is stopped or stopping");
+}
+
+TEST_CASE("bandwidth_live: a spent budget stays spent while other budgets change and groups are made") {
+  // 1 ms an hour: once 300-us tasks have spent it (at most 4 are picked
+  // inside it), nothing more of it runs for the hour, whatever else is
+  // reconfigured. Each publication used to start every budget afresh.
+  for (const bool runtime_wide : {false, true}) {
+    CAPTURE(runtime_wide);
+    urt::runtime_options o = one_worker(urt::throttle_mode::off);
+    const urt::bandwidth_options spent{
+        .mode = urt::throttle_mode::strict, .runtime = 1ms, .period = 1h};
+    if (runtime_wide) o.bandwidth = spent;
+    urt::runtime rt(o);
+    const urt::group capped =
+        runtime_wide ? urt::group{} : rt.make_group({.name = "capped", .budget = urt::group_budget{1ms, 1h}});
+    const urt::group other = rt.make_group({.name = "other"});
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 40; ++i) {
+      rt.spawn({.priority = 50, .group = capped}, [&ran] {
+        urt_test::spin_for(300us);
+        ran.fetch_add(1);
+      });
+    }
+    const auto held = [&] {
+      return runtime_wide ? rt.stats().total().throttle_events > 0
+                          : rt.stats(capped).throttle_events > 0;
+    };
+    while (!held()) std::this_thread::sleep_for(1ms);
+    const int before = ran.load();
+    CHECK(before <= 4);
+    for (int i = 0; i < 20; ++i) {
+      rt.set_bandwidth(other, i % 2 == 0 ? std::optional<urt::group_budget>{urt::group_budget{1ms, 10ms}}
+                                         : std::nullopt);
+      if (i % 5 == 0) (void)rt.make_group({.name = "more"});
+      if (runtime_wide) {
+        rt.set_bandwidth(spent);  // the same values: no change
+      } else {
+        rt.set_bandwidth(capped, urt::group_budget{1ms, 1h});
+      }
+      std::this_thread::sleep_for(2ms);
+    }
+    CHECK(ran.load() == before);
+    const std::size_t dropped = rt.stop(urt::stop_mode::cancel);
+    CHECK(static_cast<int>(dropped) + ran.load() == 40);
+    // The hold ended by the stop is counted.
+    const std::uint64_t throttled =
+        runtime_wide ? rt.stats().total().throttled_ns : rt.stats(capped).throttled_ns;
+    CHECK(throttled > 0);
+  }
+}
+
+TEST_CASE("bandwidth_live: a group's budget removed for a while is not charged that time") {
+  urt::runtime rt(one_worker(urt::throttle_mode::off));
+  const urt::group_budget budget{900ms, 1s};
+  const urt::group g = rt.make_group({.name = "g", .budget = budget});
+  std::atomic<int> step{0};
+  const auto advance = [&step] {
+    step.fetch_add(1);
+    step.notify_all();
+  };
+  const auto wait_for = [&step](int n) {
+    for (int seen = step.load(); seen < n; seen = step.load()) step.wait(seen);
+  };
+  // The budget is removed while the group's task runs: the worker takes
+  // the change in when the task ends, charging it up to there.
+  std::atomic<bool> release{false};
+  rt.spawn({.priority = 10, .group = g}, [&] {
+    advance();
+    while (!release.load()) std::this_thread::yield();
+  });
+  wait_for(1);
+  rt.set_bandwidth(g, std::nullopt);
+  release = true;
+  rt.spawn({.priority = 10}, advance);  // a scheduling point after the task
+  wait_for(2);
+  const std::uint64_t charged = rt.stats(g).fifo_ns;
+  CHECK(charged > 0);
+  std::this_thread::sleep_for(20ms);  // no budget: nothing measured
+  rt.set_bandwidth(g, budget);
+  rt.spawn({.priority = 10}, advance);  // a scheduling point that takes it back in
+  wait_for(3);
+  rt.stop();
+  const urt::group_stats s = rt.stats(g);
+  CHECK(s.fifo_ns == charged);  // the time without a budget was charged to nobody
+  CHECK(s.throttled_ns == 0);
 }

@@ -242,3 +242,34 @@ TEST_CASE("bandwidth: deferred gives normal work its share next to FIFO tasks cr
     }
   }
 }
+
+TEST_CASE("bandwidth: a hold counts its time at each look, and release() ends it counted") {
+  bandwidth bw({.mode = throttle_mode::strict, .runtime = 1ms, .period = 10ms}, t0);
+  bw.picked(run_class::fifo);
+  bw.tick(t0 + 1ms);
+  REQUIRE(bw.decide(t0 + 1ms, false) == bandwidth::allow::normal_only);
+  bw.picked(run_class::idle);
+  bw.tick(t0 + 3ms);
+  CHECK(bw.decide(t0 + 3ms, false) == bandwidth::allow::normal_only);
+  CHECK(get(bw.stats().throttled_ns) == 2'000'000);  // a hold in progress shows
+  CHECK(get(bw.stats().throttle_events) == 1);
+  bw.release(t0 + 4ms);
+  CHECK_FALSE(bw.holding());
+  CHECK(get(bw.stats().throttled_ns) == 3'000'000);
+  bw.release(t0 + 5ms);  // no hold: nothing more
+  CHECK(get(bw.stats().throttled_ns) == 3'000'000);
+}
+
+TEST_CASE("bandwidth: has() matches the parameters it runs with; a suspended budget matches none") {
+  const bandwidth_options strict{.mode = throttle_mode::strict, .runtime = 1ms, .period = 10ms};
+  bandwidth bw(strict, t0);
+  CHECK(bw.has(strict));
+  CHECK_FALSE(bw.has({.mode = throttle_mode::deferred, .runtime = 1ms, .period = 10ms}));
+  CHECK_FALSE(bw.has({.mode = throttle_mode::strict, .runtime = 2ms, .period = 10ms}));
+  CHECK_FALSE(bw.has({.mode = throttle_mode::strict, .runtime = 1ms, .period = 20ms}));
+  bw.suspend(t0 + 1ms);
+  CHECK_FALSE(bw.has(strict));  // given back, it must start afresh
+  bw.configure(strict, t0 + 1s);
+  CHECK(bw.has(strict));
+  CHECK(get(bw.stats().idle_ns) == 1'000'000);  // up to the suspension only
+}

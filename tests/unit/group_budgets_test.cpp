@@ -105,3 +105,81 @@ TEST_CASE("group_budgets: a new parameter block drops a group's budget and ends 
   CHECK(gb.allowed(capped_fifo));
   CHECK(gb.counters(1) != nullptr);  // its counters outlive the budget, for stats
 }
+
+TEST_CASE("group_budgets: another group's change, or a new group, leaves a budget as it was") {
+  group_budgets gb;
+  gb.configure(three_groups(), t0);
+  const task_node capped_fifo = node(1, 50);
+  gb.picked(&capped_fifo);
+  REQUIRE(gb.look(t0 + 3ms));  // 3 ms of its 2 ms: held until t0 + 10 ms
+  gb.picked(nullptr);          // held: nothing else to run
+  const auto* c = gb.counters(1);
+  REQUIRE(c != nullptr);
+  // Group 2 gets a budget and a fourth group is made (make_group()): a new
+  // block, with group 1's budget unchanged.
+  gb.configure({{"default", std::nullopt},
+                {"capped", group_budget{2ms, 10ms}},
+                {"free", group_budget{1ms, 10ms}},
+                {"new", std::nullopt}},
+               t0 + 4ms);
+  CHECK(gb.held(1));
+  CHECK(gb.any_held());
+  CHECK(gb.look(t0 + 5ms));
+  CHECK(gb.held(1));
+  CHECK(gb.next_end() == t0 + 10ms);  // its period goes on
+  CHECK(get(c->throttle_events) == 1);
+  CHECK(get(c->fifo_ns) == 3'000'000);
+  CHECK(get(c->throttled_ns) == 2'000'000);  // counted as it goes: t0 + 3 ms to t0 + 5 ms
+
+  // Its own change does start a new period: the hold ends, counted to then.
+  gb.configure({{"default", std::nullopt},
+                {"capped", group_budget{3ms, 10ms}},
+                {"free", group_budget{1ms, 10ms}},
+                {"new", std::nullopt}},
+               t0 + 6ms);
+  CHECK_FALSE(gb.held(1));
+  CHECK_FALSE(gb.look(t0 + 6ms));
+  CHECK(get(c->throttled_ns) == 3'000'000);
+  CHECK(gb.next_end() == tp::max());
+}
+
+TEST_CASE("group_budgets: a budget removed and given back starts afresh, charged nothing between") {
+  group_budgets gb;
+  gb.configure(three_groups(), t0);
+  const task_node capped_fifo = node(1, 50);
+  gb.picked(&capped_fifo);
+  REQUIRE(gb.look(t0 + 3ms));
+  gb.picked(nullptr);
+  const auto* c = gb.counters(1);
+  REQUIRE(c != nullptr);
+  // Removed while held: charged and its hold counted up to the removal.
+  gb.configure({{"default", std::nullopt}, {"capped", std::nullopt}, {"free", std::nullopt}},
+               t0 + 5ms);
+  CHECK(get(c->fifo_ns) == 3'000'000);
+  CHECK(get(c->throttled_ns) == 2'000'000);
+  // Half a second without a budget: nothing is measured, nothing charged.
+  gb.configure(three_groups(), t0 + 505ms);
+  CHECK_FALSE(gb.held(1));
+  CHECK_FALSE(gb.look(t0 + 505ms));
+  CHECK(get(c->fifo_ns) == 3'000'000);
+  CHECK(get(c->idle_ns) == 2'000'000);  // held, t0 + 3 ms to the removal; not the gap
+  CHECK(get(c->throttled_ns) == 2'000'000);
+  gb.picked(&capped_fifo);
+  CHECK_FALSE(gb.look(t0 + 506ms));  // a fresh period: 1 ms of its 2 ms used
+  CHECK(get(c->fifo_ns) == 4'000'000);
+  CHECK(gb.next_end() == tp::max());
+}
+
+TEST_CASE("group_budgets: release_holds() ends every hold at once, counted") {
+  group_budgets gb;
+  gb.configure(three_groups(), t0);
+  const task_node capped_fifo = node(1, 50);
+  gb.picked(&capped_fifo);
+  REQUIRE(gb.look(t0 + 3ms));
+  gb.picked(nullptr);
+  gb.release_holds(t0 + 7ms);
+  CHECK_FALSE(gb.any_held());
+  CHECK_FALSE(gb.held(1));
+  CHECK(gb.allowed(capped_fifo));
+  CHECK(get(gb.counters(1)->throttled_ns) == 4'000'000);
+}
