@@ -162,7 +162,9 @@ void parker::spin_to(clock::time_point due, clock::time_point wake, clock::time_
   if (woke < wake) return;  // woken early for something else
   clock::time_point now = woke;
   while (now < due) {
-    if (checks.work_pending()) break;
+    // Work, or stop() (which rings every worker): the worker must look now
+    // (a stop(cancel) waited out a spin of up to timer_spin, 1 s).
+    if (checks.work_pending() || checks.state_changed()) break;
     cpu_relax();
     now = clock::now();
   }

@@ -106,7 +106,8 @@ class parker {
   // How long before its release the next timed release wakes a parked worker.
   [[nodiscard]] std::chrono::nanoseconds timer_lead() const noexcept;
   // Spins from `woke` to the release `due`, when the worker woke for it
-  // early (at `wake` = due - timer_lead() or later), unless work shows up.
+  // early (at `wake` = due - timer_lead() or later), unless work shows up or
+  // the state changes (stop() began).
   void spin_to(clock::time_point due, clock::time_point wake, clock::time_point woke,
                const wake_checks& checks) noexcept;
 

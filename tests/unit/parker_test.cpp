@@ -116,6 +116,18 @@ TEST_CASE("parker: timer_spin wakes early and spins to the release instead of pa
   CHECK(b.p.reported_timer_advance() == cfg.timer_spin);
 }
 
+TEST_CASE("parker: a state change ends the spin to a release at once") {
+  auto cfg = at_release();
+  cfg.timer_spin = std::chrono::seconds{1};  // the most: it spins the whole wait
+  bench_parker b(cfg);
+  const auto nothing = [] { return false; };
+  const auto stopping = [] { return true; };  // stop() began
+  const auto release = urt::clock::now() + std::chrono::milliseconds{900};
+  b.p.idle(release, urt::clock::time_point::max(), parker::wake_checks{nothing, stopping, nothing});
+  CHECK(urt::clock::now() < release);  // it did not spin to the release
+  CHECK(b.get(b.counters.parks) == 0);
+}
+
 TEST_CASE("parker: a token deadline ends the park with no spin when no release is due") {
   for (const channel ch : channels) {
     CAPTURE(static_cast<int>(ch));
