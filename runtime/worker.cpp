@@ -421,6 +421,14 @@ void worker::count_io_work(int delta) noexcept {
 }
 
 void worker::run_task(task_node* node) noexcept {
+  // A series cancelled after its release was queued (behind more urgent
+  // work) ends here unrun: no release starts once the worker sees the flag.
+  // Acquire: pairs with the release store in periodic_task::cancel().
+  if (periodic_state* series = node->series();
+      series != nullptr && series->cancelled.load(std::memory_order_acquire)) {
+    discard(node, counters_.completed);
+    return;
+  }
   current.task = node;
   try {
     node->payload.run_fn(node->payload);

@@ -58,8 +58,10 @@ class periodic_task {
   periodic_task& operator=(const periodic_task&) = delete;
   ~periodic_task() { reset(); }
 
-  /// Ends the series: no release starts after the worker sees the flag (a
-  /// release already running finishes). Thread-safe; idempotent.
+  /// Ends the series: no release starts after the worker sees the flag,
+  /// which it reads as it starts each release, a release already queued
+  /// behind more urgent work included (a release already running
+  /// finishes). Thread-safe; idempotent.
   void cancel() noexcept {
     // Release: pairs with the acquire load on the worker before each re-arm.
     if (state_ != nullptr) state_->cancelled.store(true, std::memory_order_release);

@@ -433,6 +433,32 @@ TEST_CASE("timer: stop(cancel) drops pending deadlines and series, and counts th
   CHECK(total.accepted == 6);
 }
 
+TEST_CASE("timer: cancel() ends a series whose release is queued behind more urgent work") {
+  urt::runtime rt(one_worker());
+  urt_test::gate a_held, a_go, b_held, b_go;
+  // A (99) queues B (60) on its own worker, then holds the worker.
+  rt.spawn({.priority = 99}, [&] {
+    rt.spawn({.priority = 60}, [&] {
+      b_held.open();
+      b_go.wait();
+    });
+    a_held.open();
+    a_go.wait();
+  });
+  a_held.wait();
+  std::atomic<int> ran{0};
+  // Due at once: taken in when A ends and queued behind B (60 > 50).
+  urt::periodic_task series = rt.every(100ms, {.priority = 50}, [&ran] { ran.fetch_add(1); },
+                                       urt::clock::now());
+  a_go.open();
+  b_held.wait();  // B runs: the series' release waits in the run queue
+  series.cancel();
+  b_go.open();
+  rt.stop();
+  CHECK(ran.load() == 0);
+  CHECK(rt.stats().total().completed == 3);  // A, B and the series, ended unrun
+}
+
 TEST_CASE("timer: stop(drain) ends a periodic series and cancel() ends it early") {
   urt::runtime rt(one_worker());
   std::atomic<int> a{0};
