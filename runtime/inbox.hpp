@@ -23,7 +23,7 @@
 //   | push             | yes               | yes                | yes           |
 //   | take             | yes               | no                 | yes           |
 // "take" is every member that moves nodes out (take, take_level_all,
-// take_untimed). Its callers hold the owner's queue lock (rt_queue), which
+// take_untimed); "pending" also stands for timed_pending. Its callers hold the owner's queue lock (rt_queue), which
 // makes them one dequeuer at a time and orders the private lists between
 // them: the owner at its scheduling points, or a peer taking the inbox of
 // a worker that reaches none in for it (take_untimed, stranded.hpp).
@@ -94,6 +94,8 @@ class inbox {
     const auto level = static_cast<unsigned>(node->priority);
     level_queue& q = levels_[level];
     cds_wfcq_node_init(&node->inbox);
+    // Relaxed: a hint for the owner's take (timed_pending()).
+    if (node->timed) timed_.fetch_add(1, std::memory_order_relaxed);
 #if defined(__SANITIZE_THREAD__)
     __tsan_release(node);  // TSAN cannot see liburcu's atomics: pairs with take()
 #endif
@@ -170,6 +172,14 @@ class inbox {
       taken += take_level(level, unlimited, f, [](const task_node& n) { return !n.timed; });
     }
     return taken;
+  }
+
+  /// Any thread: whether a timed node (spawn_at, every) may still be queued
+  /// here: the owner then takes everything before it releases due timers,
+  /// so that a due node still in the inbox behind a backlog does not queue
+  /// after releases with later deadlines (worker::drain_inbox()).
+  [[nodiscard]] bool timed_pending() const noexcept {
+    return timed_.load(std::memory_order_relaxed) != 0;
   }
 
   /// Any thread: whether a node may be queued, or its enqueue is in flight
@@ -255,7 +265,9 @@ class inbox {
       // The captures' line was written by the spawner on another core: start
       // fetching it now, so the miss overlaps the rest of the walk.
       __builtin_prefetch(node->payload.storage);
+      const bool timed = node->timed;  // read before f() hands the node on
       f(node);
+      if (timed) timed_.fetch_sub(1, std::memory_order_relaxed);
       ++taken;
     }
     clear_if_empty(static_cast<unsigned>(level), q);
@@ -277,6 +289,7 @@ class inbox {
   std::array<level_queue, priority_levels> levels_;
   bool rest_left_ = false;  // the last take() left the levels at or below the floor (owner's)
   alignas(64) std::array<std::atomic<std::uint64_t>, 2> bits_{};
+  std::atomic<std::uint32_t> timed_{0};  // timed nodes pushed and not yet taken (a hint)
 };
 
 }  // namespace urt::detail

@@ -115,10 +115,20 @@ std::size_t worker::drain_inbox() noexcept {
   // stop() began, so a stop does not wait on batches. Relaxed: a stale
   // `running` costs one more step.
   const bool running = shared_.state.load(std::memory_order_relaxed) == run_state::running;
-  return inbox_.take([this] { return q_.rq.top_level(); },
-                     running ? inbox::batch : inbox::unlimited,
-                     running ? inbox::trickle : inbox::unlimited,
-                     [this](task_node* node) { enqueue(node); });
+  const auto floor = [this] { return q_.rq.top_level(); };
+  const auto take_in = [this](task_node* node) { enqueue(node); };
+  std::size_t taken = inbox_.take(floor, running ? inbox::batch : inbox::unlimited,
+                                  running ? inbox::trickle : inbox::unlimited, take_in);
+  // A timed node left in the inbox could be due with an earlier deadline
+  // than what release_due() is about to release from the timer queue: take
+  // everything, so that releases due together queue in deadline order (and
+  // a spawn_at() past at its call keeps its FIFO place among the spawns).
+  // Only while timed nodes are on their way; a burst of plain spawns still
+  // comes in a few nodes per step.
+  if (running && inbox_.timed_pending()) {
+    taken += inbox_.take(floor, inbox::unlimited, inbox::unlimited, take_in);
+  }
+  return taken;
 }
 
 }  // namespace urt::detail

@@ -459,6 +459,37 @@ TEST_CASE("timer: cancel() ends a series whose release is queued behind more urg
   CHECK(rt.stats().total().completed == 3);  // A, B and the series, ended unrun
 }
 
+TEST_CASE("timer: releases due while their nodes wait behind a backlog queue in deadline order") {
+  // Nine releases reach a held worker's inbox, the earliest deadline last;
+  // both deadlines pass while it is held. It takes a few inbox nodes per
+  // scheduling point: the later releases used to be released from its
+  // timer queue before the earlier one had left the inbox.
+  urt::runtime rt(one_worker());
+  urt_test::gate held, go;
+  hold_worker(rt, held, go);
+  std::mutex m;
+  std::vector<int> order;
+  std::atomic<int> ran{0};
+  const auto record = [&](int k) {
+    {
+      const std::lock_guard lock(m);
+      order.push_back(k);
+    }
+    ran.fetch_add(1);
+    ran.notify_all();
+  };
+  const auto late = urt::clock::now() + 300ms;  // ahead at every call, even under TSan
+  for (int i = 0; i < 8; ++i) rt.spawn_at(late, {.priority = 10}, [&record, i] { record(i); });
+  rt.spawn_at(late - 100ms, {.priority = 10}, [&record] { record(-1); });
+  while (urt::clock::now() < late) std::this_thread::sleep_for(5ms);
+  go.open();
+  // Not stop() at once: a stopping worker takes its whole inbox anyway.
+  for (int seen = ran.load(); seen < 9; seen = ran.load()) ran.wait(seen);
+  rt.stop();
+  const std::vector<int> expected{-1, 0, 1, 2, 3, 4, 5, 6, 7};
+  CHECK(order == expected);
+}
+
 TEST_CASE("timer: stop(drain) ends a periodic series and cancel() ends it early") {
   urt::runtime rt(one_worker());
   std::atomic<int> a{0};
