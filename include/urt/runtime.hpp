@@ -95,8 +95,11 @@ class runtime {
   /// a worker allowed by spec.affinity; this_task::release_time() returns
   /// the deadline. Same errors and guarantees as spawn(), and
   /// std::invalid_argument for clock::time_point::max(), a deadline that
-  /// never comes. stop(drain) waits for pending deadlines; stop(cancel)
-  /// drops them and counts them.
+  /// never comes. stop(drain), and so the destructor, waits for pending
+  /// deadlines however far ahead (one a year ahead blocks it for a year);
+  /// stop(cancel) drops them and counts them. The release waits for a
+  /// scheduling point of the worker it was placed on: a worker stuck in a
+  /// long task delays it (no other worker takes timed nodes in).
   ///
   /// Order within a priority: a deadline already passed when spawn_at() is
   /// called queues the task as a spawn() made then. A later one (also one
@@ -119,7 +122,9 @@ class runtime {
   /// exactly (never "now + period"). After an overrun, `overrun` decides:
   /// catch_up runs the missed releases back to back, skip goes on with the
   /// first release not yet past (see overrun_policy). The series is one
-  /// accepted task that ends at the handle's cancel() or at stop(). Throws
+  /// accepted task that ends at the handle's cancel() or at stop(); once
+  /// stop() began, a series whose next release is not queued yet ends
+  /// without it (one made during a drain may never run). Throws
   /// std::invalid_argument for a period that is not positive, a start of
   /// time_point::max() (it never comes, as for spawn_at) or an unknown
   /// policy, as spawn() for the rest.
@@ -143,7 +148,9 @@ class runtime {
   /// began: FIFO work a budget holds runs at once, and the time tasks run
   /// from then on is not counted in the budgets' stats); cancel: lets running
   /// tasks finish, drops the queued ones and returns how many were dropped.
-  /// A second call returns 0.
+  /// A second call returns 0 once the first has finished (a call made
+  /// while another runs waits for it: a stop(cancel) does not cut a
+  /// running stop(drain) short).
   /// Throws std::invalid_argument, before stopping anything, for a `mode`
   /// that is not a stop_mode, and std::logic_error when called from inside
   /// one of its tasks.

@@ -16,9 +16,11 @@ struct worker_stats {
   unsigned worker = 0;
   unsigned pu = 0;                   ///< OS index of its PU (its home PU under binding llc/workers)
   std::uint64_t accepted = 0;        ///< tasks placed on this worker
-  std::uint64_t completed = 0;       ///< tasks run to the end (or to a throw)
+  /// Tasks run to the end (or to a throw); a periodic series counts once,
+  /// when it ends (cancel() or stop(drain)), also if it never ran.
+  std::uint64_t completed = 0;
   std::uint64_t cancelled = 0;       ///< tasks dropped unrun by stop(cancel)
-  std::uint64_t exceptions = 0;      ///< tasks that threw
+  std::uint64_t exceptions = 0;      ///< task runs that threw (every release of a series counts)
   std::uint64_t parks = 0;           ///< times the worker slept on its doorbell
   std::uint64_t doorbells = 0;       ///< doorbell rings that woke it (received)
   std::uint64_t doorbells_sent = 0;  ///< rings it (or its tasks) sent to other workers
