@@ -260,7 +260,7 @@ TEST_CASE("bandwidth: a hold counts its time at each look, and release() ends it
   CHECK(get(bw.stats().throttled_ns) == 3'000'000);
 }
 
-TEST_CASE("bandwidth: has() matches the parameters it runs with; a suspended budget matches none") {
+TEST_CASE("bandwidth: has() matches the parameters it runs with, and a suspended budget none") {
   const bandwidth_options strict{.mode = throttle_mode::strict, .runtime = 1ms, .period = 10ms};
   bandwidth bw(strict, t0);
   CHECK(bw.has(strict));
