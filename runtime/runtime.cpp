@@ -43,7 +43,10 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
   const std::size_t n = topo.worker_count();
   if (n > max_workers) {
     bad_option("cpus", std::to_string(n) + " workers exceed urt::max_workers (" +
-                           std::to_string(max_workers) + ")");
+                           std::to_string(max_workers) + ")" +
+                           (options.cpus.empty() ? ": the topology has that many PUs; choose "
+                                                   "some with runtime_options.cpus"
+                                                 : ""));
   }
   if (options.lock_memory == memory_lock::all && ::mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
     throw std::system_error(errno, std::generic_category(),

@@ -274,16 +274,32 @@ bitmap_ptr chosen_pus(const std::string& cpus, hwloc_const_bitmap_t allowed) {
   return chosen;
 }
 
-// The outermost data or unified cache above `pu`; its Package (or the root)
-// when it has none.
+// Whether any data or unified cache lies inside `o`.
+bool holds_dcache(hwloc_topology_t t, hwloc_obj_t o) {
+  for (const hwloc_obj_type_t type : {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE,
+                                      HWLOC_OBJ_L4CACHE, HWLOC_OBJ_L5CACHE}) {
+    if (hwloc_get_next_obj_inside_cpuset_by_type(t, o->cpuset, type, nullptr) != nullptr) return true;
+  }
+  return false;
+}
+
+// The outermost data or unified cache above `pu`. When it has none: its
+// Package (or the root), a cacheless machine's LLC domain, unless caches
+// exist elsewhere in that package, where the package would put this PU in
+// one domain with PUs on the far side of a cache (not a contiguous id
+// range: a valid XML with cores 1-2 under an L3 and cores 0 and 3 without
+// one); then its own core (or itself), which shares no cache with anyone.
 hwloc_obj_t llc_of(hwloc_topology_t t, hwloc_obj_t pu) {
   hwloc_obj_t llc = nullptr;
   for (hwloc_obj_t o = pu->parent; o != nullptr; o = o->parent) {
     if (hwloc_obj_type_is_dcache(o->type) != 0) llc = o;
   }
-  if (llc == nullptr) llc = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_PACKAGE, pu);
-  if (llc == nullptr) llc = hwloc_get_root_obj(t);
-  return llc;
+  if (llc != nullptr) return llc;
+  hwloc_obj_t domain = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_PACKAGE, pu);
+  if (domain == nullptr) domain = hwloc_get_root_obj(t);
+  if (!holds_dcache(t, domain)) return domain;
+  hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_CORE, pu);
+  return core != nullptr ? core : pu;
 }
 
 // The first NUMA node (in logical order) whose cpuset holds `pu`, or null.
@@ -342,6 +358,15 @@ topology::topology(const topology_options& options) : impl_(std::make_unique<imp
     place.worker = static_cast<unsigned>(impl_->workers_.size());
     place.pu = pu->os_index;
     place.llc = llcs(llc_of(t, pu));
+    // Ids are handed out in order of first appearance: an LLC's workers are
+    // a contiguous range unless an id comes back after another (cpupri's
+    // shards and the placement's preference orders rely on it).
+    if (!impl_->workers_.empty() && place.llc < impl_->workers_.back().llc) {
+      throw std::invalid_argument(
+          "topology: the PUs of LLC " + std::to_string(place.llc) +
+          " are not contiguous in hwloc's logical order (PU " + std::to_string(place.pu) +
+          " comes after another LLC's PUs); urt needs each LLC's workers to be one id range");
+    }
     place.numa = numas(numa_of(t, pu));
     impl_->workers_.push_back(place);
   }
@@ -398,7 +423,8 @@ bool topology::bind_current_thread(unsigned worker, worker_binding binding) cons
     char text[512];
     if (hwloc_bitmap_list_snprintf(text, sizeof text, set.get()) < 0) text[0] = '\0';
     throw std::system_error(err, std::generic_category(),
-                            "bind worker " + std::to_string(worker) + what + text);
+                            "runtime_options.binding: binding worker " + std::to_string(worker) +
+                                what + text + " refused");
   }
   return true;
 }

@@ -10,7 +10,10 @@ namespace urt {
 
 /// Where a topology comes from.
 enum class topology_kind : unsigned char {
-  system,     ///< the machine this process runs on (the default)
+  system,     ///< the machine this process runs on (the default); hwloc's own test
+              ///< hooks HWLOC_XMLFILE and HWLOC_SYNTHETIC, when set in the
+              ///< environment, replace it (is_this_system() is then false and
+              ///< workers are not bound)
   synthetic,  ///< an hwloc synthetic description, e.g. "pack:2 l3:8 core:8 pu:2"
   xml,        ///< an hwloc XML file, e.g. written by `lstopo-no-graphics --of xml`
 };

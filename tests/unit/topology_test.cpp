@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../topologies.hpp"
+#include "urt/runtime.hpp"
 
 namespace {
 
@@ -176,6 +177,45 @@ TEST_CASE("topology: without any cache the package is the LLC domain") {
     CHECK(p.pu == w);
     CHECK(p.llc == w / 4);
   }
+}
+
+TEST_CASE("topology: PUs without a cache in a package that has one are each their own LLC") {
+  // One package: cores 1-2 share an L3, cores 0 and 3 have no cache (valid
+  // hwloc XML; lstopo shows this tree). The package as their LLC would
+  // make LLC 0 = workers 0 and 3, not an id range; cpupri refused it.
+  const temp_file file("asym_llc.xml");
+  std::ofstream(file.path) << R"xml(<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE topology SYSTEM "hwloc2.dtd">
+<topology version="2.0">
+<object type="Machine" os_index="0" cpuset="0xf" complete_cpuset="0xf" nodeset="0x1" complete_nodeset="0x1" gp_index="1" allowed_cpuset="0xf" allowed_nodeset="0x1"><object type="Package" os_index="0" cpuset="0xf" complete_cpuset="0xf" nodeset="0x1" complete_nodeset="0x1" gp_index="3"><object type="NUMANode" os_index="0" cpuset="0xf" complete_cpuset="0xf" nodeset="0x1" complete_nodeset="0x1" gp_index="40" local_memory="1073741824"></object>
+<object type="Core" os_index="0" cpuset="0x1" complete_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1" gp_index="10"><object type="PU" os_index="0" cpuset="0x1" complete_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1" gp_index="20"></object>
+</object>
+<object type="L3Cache" os_index="0" cpuset="0x6" complete_cpuset="0x6" nodeset="0x1" complete_nodeset="0x1" gp_index="30" cache_size="1048576" depth="3" cache_linesize="64" cache_associativity="0" cache_type="0"><object type="Core" os_index="1" cpuset="0x2" complete_cpuset="0x2" nodeset="0x1" complete_nodeset="0x1" gp_index="11"><object type="PU" os_index="1" cpuset="0x2" complete_cpuset="0x2" nodeset="0x1" complete_nodeset="0x1" gp_index="21"></object>
+</object>
+<object type="Core" os_index="2" cpuset="0x4" complete_cpuset="0x4" nodeset="0x1" complete_nodeset="0x1" gp_index="12"><object type="PU" os_index="2" cpuset="0x4" complete_cpuset="0x4" nodeset="0x1" complete_nodeset="0x1" gp_index="22"></object>
+</object>
+</object>
+<object type="Core" os_index="3" cpuset="0x8" complete_cpuset="0x8" nodeset="0x1" complete_nodeset="0x1" gp_index="13"><object type="PU" os_index="3" cpuset="0x8" complete_cpuset="0x8" nodeset="0x1" complete_nodeset="0x1" gp_index="23"></object>
+</object>
+</object>
+</object>
+</topology>
+)xml";
+  const urt::topology topo(urt::topology_options{urt::topology_source::xml(file.path.string()), {}});
+  REQUIRE(topo.worker_count() == 4);
+  CHECK(topo.llc_count() == 3);
+  const unsigned expected_llc[] = {0, 1, 1, 2};
+  for (unsigned w = 0; w < 4; ++w) {
+    CAPTURE(w);
+    CHECK(topo.workers()[w].pu == w);
+    CHECK(topo.workers()[w].llc == expected_llc[w]);
+  }
+  // And a runtime runs on it.
+  urt::runtime rt(urt::runtime_options{.topology = urt::topology_source::xml(file.path.string())});
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 16; ++i) rt.spawn({.priority = 10}, [&ran] { ran.fetch_add(1); });
+  rt.stop();
+  CHECK(ran.load() == 16);
 }
 
 TEST_CASE("topology: XML round trip keeps the mapping") {
