@@ -245,8 +245,9 @@ struct runtime_options {
   std::chrono::nanoseconds io_poll_interval = std::chrono::microseconds{10};
   /// Called on the worker with the exception of a task that threw (inside
   /// it, this_task still describes the failed task). Empty: the runtime
-  /// counts it and reports the first one per runtime on stderr. A throwing
-  /// handler is counted and ignored.
+  /// counts it and reports the first one per runtime on stderr. Either way
+  /// the task's exception is counted (worker_stats::exceptions); what the
+  /// handler itself throws is ignored, not counted.
   std::function<void(std::exception_ptr)> on_task_exception{};
 
   /// The longest idle_spin, timer_spin, ipi_timeout and io_poll_interval
