@@ -34,7 +34,11 @@
 // by spinning, then sleeping 10 ms per round, which no real-time worker can
 // afford. A node whose enqueue is still in flight is taken at a later
 // scheduling point instead; pending() reports it meanwhile, and its
-// pusher rings the owner's doorbell once it is linked.
+// pusher rings the owner's doorbell once it is linked. So are the node
+// linked just before it (its `next` is not stored yet) and every node
+// after it, though their spawns returned: FIFO and strict priority wait
+// for that enqueue (runtime::spawn states the exception; DESIGN.md,
+// invariant 8).
 //
 // The level bitmap (a Dekker pair with the queues): a pusher enqueues (the
 // exchange on the tail is a full barrier, liburcu's uatomic_xchg), then

@@ -83,6 +83,14 @@ class runtime {
   /// worker, for every pair of spawns whose order the callers could observe
   /// (one returned before the other began). A task moved to another worker
   /// by migration runs in that worker's order from then on.
+  /// One exception, from the inbox's wait-free queues (DESIGN.md,
+  /// invariant 8): while another spawn to the same worker and priority is
+  /// inside its enqueue (the queue's tail exchanged, its link not stored
+  /// yet; a spawner the OS preempts there stays so until it runs again),
+  /// the worker cannot reach the node queued just before it nor any queued
+  /// after it. It goes on with what it can reach (local spawns, less urgent
+  /// levels, released timers), and takes those nodes once that enqueue
+  /// completes. Order and strict priority then hold again from there.
   template <class F>
     requires std::invocable<std::decay_t<F>&> && std::constructible_from<std::decay_t<F>, F&&>
   void spawn(const task_spec& spec, F&& fn) {
