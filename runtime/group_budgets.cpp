@@ -43,7 +43,8 @@ void group_budgets::configure(const std::vector<bandwidth_table::block::group_en
     }
     budgeted_.push_back(g);
   }
-  any_held_ = std::any_of(budgeted_.begin(), budgeted_.end(), [this](unsigned g) { return held_[g]; });
+  any_held_ =
+      std::any_of(budgeted_.begin(), budgeted_.end(), [this](unsigned g) { return held_[g]; });
 }
 
 void group_budgets::release_holds(clock::time_point now) noexcept {

@@ -23,7 +23,8 @@
 //   | push             | yes               | yes                | yes           |
 //   | take             | yes               | no                 | yes           |
 // "take" is every member that moves nodes out (take, take_level_all,
-// take_untimed); "pending" also stands for timed_pending. Its callers hold the owner's queue lock (rt_queue), which
+// take_untimed); "pending" also stands for timed_pending. Its callers hold
+// the owner's queue lock (rt_queue), which
 // makes them one dequeuer at a time and orders the private lists between
 // them: the owner at its scheduling points, or a peer taking the inbox of
 // a worker that reaches none in for it (take_untimed, stranded.hpp).

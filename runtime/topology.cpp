@@ -278,7 +278,9 @@ bitmap_ptr chosen_pus(const std::string& cpus, hwloc_const_bitmap_t allowed) {
 bool holds_dcache(hwloc_topology_t t, hwloc_obj_t o) {
   for (const hwloc_obj_type_t type : {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE,
                                       HWLOC_OBJ_L4CACHE, HWLOC_OBJ_L5CACHE}) {
-    if (hwloc_get_next_obj_inside_cpuset_by_type(t, o->cpuset, type, nullptr) != nullptr) return true;
+    if (hwloc_get_next_obj_inside_cpuset_by_type(t, o->cpuset, type, nullptr) != nullptr) {
+      return true;
+    }
   }
   return false;
 }

@@ -71,7 +71,9 @@ struct group_stats {
   std::uint64_t fifo_ns = 0;          ///< its FIFO tasks ran this long
   std::uint64_t normal_ns = 0;        ///< its normal tasks (priority 0) ran this long
   std::uint64_t throttle_events = 0;  ///< times its FIFO tasks were held back on a worker
-  std::uint64_t throttled_ns = 0;     ///< time they were held back, summed over workers (as worker_stats::throttled_ns)
+  /// Time they were held back, summed over workers (counted as
+  /// worker_stats::throttled_ns is).
+  std::uint64_t throttled_ns = 0;
   std::uint64_t server_slices = 0;    ///< its normal tasks picked while its FIFO was held
   std::uint64_t overrun_ns = 0;       ///< FIFO time past its budget by tasks picked inside it
   std::uint64_t overrun_events = 0;   ///< its tasks that ran past its budget

@@ -201,7 +201,8 @@ TEST_CASE("topology: PUs without a cache in a package that has one are each thei
 </object>
 </topology>
 )xml";
-  const urt::topology topo(urt::topology_options{urt::topology_source::xml(file.path.string()), {}});
+  const urt::topology topo(
+      urt::topology_options{urt::topology_source::xml(file.path.string()), {}});
   REQUIRE(topo.worker_count() == 4);
   CHECK(topo.llc_count() == 3);
   const unsigned expected_llc[] = {0, 1, 1, 2};
