@@ -145,7 +145,7 @@ constexpr milliseconds wake_idle{2};
 // every round (a fixed seed: runs are comparable). A wake-up after 2 ms idle
 // runs on caches that the previous sample left: in a fixed order each pool
 // always follows the same neighbour: sampled twice per round in a fixed
-// order (urt, urt, asio), one urt pool's second samples had a p50 6% and 28%
+// order (urt, urt, asio), one urt pool's second samples had a p50 6% and 22%
 // lower than its first in two runs of 700 rounds.
 constexpr std::mt19937::result_type order_seed = 20261206;
 
