@@ -610,14 +610,8 @@ TEST_CASE("bandwidth_live: a group's budget removed for a while is not charged t
   urt::runtime rt(one_worker(urt::throttle_mode::off));
   const urt::group_budget budget{900ms, 1s};
   const urt::group g = rt.make_group({.name = "g", .budget = budget});
-  std::atomic<int> step{0};
-  const auto advance = [&step] {
-    step.fetch_add(1);
-    step.notify_all();
-  };
-  const auto wait_for = [&step](int n) {
-    for (int seen = step.load(); seen < n; seen = step.load()) step.wait(seen);
-  };
+  urt_test::counter step;
+  const auto advance = [&step] { step.add(); };
   // The budget is removed while the group's task runs: the worker takes
   // the change in when the task ends, charging it up to there.
   std::atomic<bool> release{false};
@@ -625,17 +619,17 @@ TEST_CASE("bandwidth_live: a group's budget removed for a while is not charged t
     advance();
     while (!release.load()) std::this_thread::yield();
   });
-  wait_for(1);
+  step.wait_for(1);
   rt.set_bandwidth(g, std::nullopt);
   release = true;
   rt.spawn({.priority = 10}, advance);  // a scheduling point after the task
-  wait_for(2);
+  step.wait_for(2);
   const std::uint64_t charged = rt.stats(g).fifo_ns;
   CHECK(charged > 0);
   std::this_thread::sleep_for(20ms);  // no budget: nothing measured
   rt.set_bandwidth(g, budget);
   rt.spawn({.priority = 10}, advance);  // a scheduling point that takes it back in
-  wait_for(3);
+  step.wait_for(3);
   rt.stop();
   const urt::group_stats s = rt.stats(g);
   CHECK(s.fifo_ns == charged);  // the time without a budget was charged to nobody

@@ -35,6 +35,28 @@ task_node node(unsigned group, urt::priority_t priority) {
 
 std::uint64_t get(const std::atomic<std::uint64_t>& c) { return c.load(); }
 
+// Group 1 (capped) ran its FIFO task from t0 and, at the look at t0 + 3 ms,
+// is held until its period ends at t0 + 10 ms; the worker then has nothing
+// else to run. Returns group 1's counters.
+const urt::detail::bandwidth::counters& held_from_3ms(group_budgets& gb,
+                                                      const task_node& capped_fifo) {
+  gb.configure(three_groups(), t0);
+  gb.picked(&capped_fifo);
+  REQUIRE(gb.look(t0 + 3ms));
+  gb.picked(nullptr);
+  REQUIRE(gb.counters(1) != nullptr);
+  return *gb.counters(1);
+}
+
+// The block after group 2 got a budget and a fourth group was made, with
+// group 1's budget `capped`.
+std::vector<bandwidth_table::block::group_entry> four_groups(group_budget capped) {
+  return {{"default", std::nullopt},
+          {"capped", capped},
+          {"free", group_budget{1ms, 10ms}},
+          {"new", std::nullopt}};
+}
+
 }  // namespace
 
 TEST_CASE("group_budgets: a group's FIFO tasks are held once its runtime is spent, others run") {
@@ -108,20 +130,11 @@ TEST_CASE("group_budgets: a new parameter block drops a group's budget and ends 
 
 TEST_CASE("group_budgets: another group's change, or a new group, leaves a budget as it was") {
   group_budgets gb;
-  gb.configure(three_groups(), t0);
   const task_node capped_fifo = node(1, 50);
-  gb.picked(&capped_fifo);
-  REQUIRE(gb.look(t0 + 3ms));  // 3 ms of its 2 ms: held until t0 + 10 ms
-  gb.picked(nullptr);          // held: nothing else to run
-  const auto* c = gb.counters(1);
-  REQUIRE(c != nullptr);
+  const auto* c = &held_from_3ms(gb, capped_fifo);  // 3 ms of its 2 ms
   // Group 2 gets a budget and a fourth group is made (make_group()): a new
   // block, with group 1's budget unchanged.
-  gb.configure({{"default", std::nullopt},
-                {"capped", group_budget{2ms, 10ms}},
-                {"free", group_budget{1ms, 10ms}},
-                {"new", std::nullopt}},
-               t0 + 4ms);
+  gb.configure(four_groups(group_budget{2ms, 10ms}), t0 + 4ms);
   CHECK(gb.held(1));
   CHECK(gb.any_held());
   CHECK(gb.look(t0 + 5ms));
@@ -132,11 +145,7 @@ TEST_CASE("group_budgets: another group's change, or a new group, leaves a budge
   CHECK(get(c->throttled_ns) == 2'000'000);  // counted as it goes: t0 + 3 ms to t0 + 5 ms
 
   // Its own change does start a new period: the hold ends, counted to then.
-  gb.configure({{"default", std::nullopt},
-                {"capped", group_budget{3ms, 10ms}},
-                {"free", group_budget{1ms, 10ms}},
-                {"new", std::nullopt}},
-               t0 + 6ms);
+  gb.configure(four_groups(group_budget{3ms, 10ms}), t0 + 6ms);
   CHECK_FALSE(gb.held(1));
   CHECK_FALSE(gb.look(t0 + 6ms));
   CHECK(get(c->throttled_ns) == 3'000'000);
@@ -145,13 +154,8 @@ TEST_CASE("group_budgets: another group's change, or a new group, leaves a budge
 
 TEST_CASE("group_budgets: a budget removed and given back starts afresh, charged nothing between") {
   group_budgets gb;
-  gb.configure(three_groups(), t0);
   const task_node capped_fifo = node(1, 50);
-  gb.picked(&capped_fifo);
-  REQUIRE(gb.look(t0 + 3ms));
-  gb.picked(nullptr);
-  const auto* c = gb.counters(1);
-  REQUIRE(c != nullptr);
+  const auto* c = &held_from_3ms(gb, capped_fifo);
   // Removed while held: charged and its hold counted up to the removal.
   gb.configure({{"default", std::nullopt}, {"capped", std::nullopt}, {"free", std::nullopt}},
                t0 + 5ms);
@@ -172,14 +176,11 @@ TEST_CASE("group_budgets: a budget removed and given back starts afresh, charged
 
 TEST_CASE("group_budgets: release_holds() ends every hold at once, counted") {
   group_budgets gb;
-  gb.configure(three_groups(), t0);
   const task_node capped_fifo = node(1, 50);
-  gb.picked(&capped_fifo);
-  REQUIRE(gb.look(t0 + 3ms));
-  gb.picked(nullptr);
+  const auto& c = held_from_3ms(gb, capped_fifo);
   gb.release_holds(t0 + 7ms);
   CHECK_FALSE(gb.any_held());
   CHECK_FALSE(gb.held(1));
   CHECK(gb.allowed(capped_fifo));
-  CHECK(get(gb.counters(1)->throttled_ns) == 4'000'000);
+  CHECK(get(c.throttled_ns) == 4'000'000);
 }

@@ -469,14 +469,13 @@ TEST_CASE("timer: releases due while their nodes wait behind a backlog queue in 
   hold_worker(rt, held, go);
   std::mutex m;
   std::vector<int> order;
-  std::atomic<int> ran{0};
+  urt_test::counter ran;
   const auto record = [&](int k) {
     {
       const std::lock_guard lock(m);
       order.push_back(k);
     }
-    ran.fetch_add(1);
-    ran.notify_all();
+    ran.add();
   };
   const auto late = urt::clock::now() + 300ms;  // ahead at every call, even under TSan
   for (int i = 0; i < 8; ++i) rt.spawn_at(late, {.priority = 10}, [&record, i] { record(i); });
@@ -484,7 +483,7 @@ TEST_CASE("timer: releases due while their nodes wait behind a backlog queue in 
   while (urt::clock::now() < late) std::this_thread::sleep_for(5ms);
   go.open();
   // Not stop() at once: a stopping worker takes its whole inbox anyway.
-  for (int seen = ran.load(); seen < 9; seen = ran.load()) ran.wait(seen);
+  ran.wait_for(9);
   rt.stop();
   const std::vector<int> expected{-1, 0, 1, 2, 3, 4, 5, 6, 7};
   CHECK(order == expected);
