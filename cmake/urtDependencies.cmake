@@ -7,7 +7,6 @@ find_dependency(Threads)
 find_dependency(PkgConfig)
 pkg_check_modules(URT_HWLOC REQUIRED IMPORTED_TARGET GLOBAL hwloc>=2.5)
 pkg_check_modules(URT_URCU_QSBR REQUIRED IMPORTED_TARGET GLOBAL liburcu-qsbr>=0.13)
-pkg_check_modules(URT_URCU_CDS REQUIRED IMPORTED_TARGET GLOBAL liburcu-cds>=0.13)
 
 # Asio (libasio-dev) is standalone and header-only, with neither a CMake
 # package nor a .pc file: find the header and check the version it declares.

@@ -1,7 +1,6 @@
 // inbox: a worker's remote submission queues, one per priority level
-// (liburcu's wait-free concurrent queue, wfcqueue, each), a bitmap of the
-// levels that may hold nodes, and a private splice list per level on the
-// owner's side.
+// (a lock-free stack each, taken whole by the owner and reversed into a
+// private FIFO list), and a bitmap of the levels that may hold nodes.
 //
 // Why per level: the owner takes few nodes per scheduling point, most
 // urgent level first: up to `batch` (8) of the levels above everything its
@@ -9,49 +8,67 @@
 // levels at or below it (the run queue has work there already; each node
 // moved costs a cache miss on a line the spawner wrote, some 100 ns), and
 // none of those at a take that found a more urgent level, unless the take
-// before left them too (take()). An urgent spawn
-// behind a burst of thousands of less urgent ones then waits for a few
-// nodes to be moved, not for the whole burst (one FIFO list had to be
-// walked to its end first, about 150 us for 10,000). FIFO within a level is kept:
-// each level is one FIFO queue, and a task's own spawn at a level first
-// takes in that level (worker::submit_local), so a remote spawn that
-// returned before a local one at the same level runs before it.
+// before left them too (take()). An urgent spawn behind a burst of
+// thousands of less urgent ones then waits for a few nodes to be moved,
+// not for the whole burst (one FIFO list had to be walked to its end
+// first, about 150 us for 10,000). FIFO within a level is kept: each
+// level's nodes come out in the order their pushes took effect, and a
+// task's own spawn at a level first takes in that level
+// (worker::submit_local), so a remote spawn that returned before a local
+// one at the same level runs before it.
 //
-// Concurrency (the wfcqueue model: any number of enqueuers, one dequeuer):
+// Why a stack and not a queue: a push is one compare-and-swap that makes
+// the node reachable from the level's head in the same instruction. A
+// wait-free queue (liburcu's wfcqueue, which urt used before) exchanges the
+// tail first and stores the link after it; while its pusher was preempted
+// between the two, the node before it and every node pushed after it were
+// out of the owner's reach although their spawns had returned, and a less
+// urgent task or a later spawn ran first (for up to 4 ms in a stress test:
+// DESIGN.md, "The inbox"). The price: the push is lock-free rather than
+// wait-free (its CAS fails only when another push to the same level of the
+// same worker, or the owner's take, changed the head in between, so some
+// push always succeeds), and the owner reverses each chain it takes, a
+// walk of every node once. The walk is bounded per take (`reverse`): an
+// urgent node pushed during the walk of a burst of 10,000 waits for one
+// chunk of it, not for the whole (take()).
+//
+// Concurrency (any number of pushers, one taker at a time):
 //   | may run with ->  | push (any thread) | take (lock holder) | pending (any) |
 //   |------------------|-------------------|--------------------|---------------|
 //   | push             | yes               | yes                | yes           |
 //   | take             | yes               | no                 | yes           |
 // "take" is every member that moves nodes out (take, take_level_all,
 // take_untimed); "pending" also stands for timed_pending. Its callers hold
-// the owner's queue lock (rt_queue), which
-// makes them one dequeuer at a time and orders the private lists between
-// them: the owner at its scheduling points, or a peer taking the inbox of
-// a worker that reaches none in for it (take_untimed, stranded.hpp).
-// push() is wait-free and publishes everything written to the node before
-// it (the enqueue is a full barrier; take's dequeue depends on its loads).
-// take() uses only the non-blocking wfcqueue calls: the blocking ones wait
-// for an enqueuer preempted between its tail exchange and its link store
-// by spinning, then sleeping 10 ms per round, which no real-time worker can
-// afford. A node whose enqueue is still in flight is taken at a later
-// scheduling point instead; pending() reports it meanwhile, and its
-// pusher rings the owner's doorbell once it is linked. So are the node
-// linked just before it (its `next` is not stored yet) and every node
-// after it, though their spawns returned: FIFO and strict priority wait
-// for that enqueue (runtime::spawn states the exception; DESIGN.md,
-// invariant 8).
+// the owner's queue lock (rt_queue), which makes them one taker at a time
+// and orders the private lists between them: the owner at its scheduling
+// points, or a peer taking the inbox of a worker that reaches none in for
+// it (take_untimed, stranded.hpp).
 //
-// The level bitmap (a Dekker pair with the queues): a pusher enqueues (the
-// exchange on the tail is a full barrier, liburcu's uatomic_xchg), then
-// sets its level's bit unless it sees it set. The owner clears a bit only
-// after it emptied the level, with a seq_cst RMW, and then looks at the
-// queue once more: either the pusher saw the bit clear and sets it, or the
-// owner's second look sees the pusher's tail exchange and sets the bit
-// back. So a level with a node always has its bit set, and the owner finds
-// the most urgent pending level with two count-leading-zeros.
+// Invariants, per level:
+//   - stack: the nodes pushed since the last exchange, newest first, each
+//     linked before its CAS published it (a push's release CAS pairs with
+//     the owner's acquire exchange; later pushes' CASes continue its
+//     release sequence, so one exchange sees every node of the chain).
+//   - unreversed (owner's): the rest of the last chain taken, newest
+//     first; reversed (owner's): the chain's newer part already reversed,
+//     oldest first; fifo (owner's): taken and reversed, oldest first. Every
+//     node of fifo was pushed before every node of reversed and
+//     unreversed, and those before every node still in the stack, so the
+//     owner takes a new chain only when fifo, reversed and unreversed are
+//     all empty.
+//   - no ABA: the owner never pops one node off the stack, it exchanges the
+//     head for null, so a CAS that succeeds on a recycled head is still
+//     correct (its node links to what is the head at that instant).
+//
+// The level bitmap (a Dekker pair with the stacks): a pusher's seq_cst CAS
+// publishes its node, then its seq_cst load of the level's bit sets the bit
+// unless it sees it set. The owner clears a bit only after it emptied the
+// level, with a seq_cst RMW, and then looks at the stack once more (a
+// seq_cst load): either the pusher saw the bit clear and sets it, or the
+// owner's second look sees the pusher's node and sets the bit back. So a
+// level with a node always has its bit set, and the owner finds the most
+// urgent pending level with two count-leading-zeros.
 #pragma once
-
-#include <urcu/wfcqueue.h>
 
 #include <array>
 #include <atomic>
@@ -62,10 +79,6 @@
 
 #include "task_node.hpp"
 #include "urt/priority.hpp"
-
-#if defined(__SANITIZE_THREAD__)
-#include <sanitizer/tsan_interface.h>
-#endif
 
 namespace urt::detail {
 
@@ -81,52 +94,67 @@ class inbox {
   static constexpr std::size_t batch = 8;
   /// The most nodes of levels at or below it one take() moves.
   static constexpr std::size_t trickle = 4;
+  /// The most nodes one take() reverses while the runtime runs: a chunk of
+  /// a chain's walk (each node a miss on a line its spawner wrote, some
+  /// 150 ns when it was written on another CPU just before), so that one
+  /// scheduling point does not walk a burst of 10,000 whole. The owner steps
+  /// again, without a pick, while a level above its run queue's top is
+  /// walked (walking_level()). An urgent node pushed during a walk waits
+  /// for at most `urgent_check` nodes of it.
+  static constexpr std::size_t reverse = 256;
+  /// How many nodes a walk reverses between looks for a more urgent level.
+  static constexpr std::size_t urgent_check = 8;
   /// For take(): no limit (stop() drains everything).
   static constexpr std::size_t unlimited = static_cast<std::size_t>(-1);
 
-  inbox() noexcept {
-    for (level_queue& q : levels_) {
-      __cds_wfcq_init(&q.head, &q.tail);
-      __cds_wfcq_init(&q.spliced_head, &q.spliced_tail);
-    }
-  }
+  inbox() noexcept = default;
   inbox(const inbox&) = delete;
   inbox& operator=(const inbox&) = delete;
 
-  /// Any thread: appends `node` to its priority's queue. The caller then
-  /// rings the owner.
+  /// Any thread: pushes `node` onto its priority's stack. Lock-free: the
+  /// CAS retries only when another push or the owner's take changed the
+  /// head in between. The caller then rings the owner.
   void push(task_node* node) noexcept {
     const auto level = static_cast<unsigned>(node->priority);
-    level_queue& q = levels_[level];
-    cds_wfcq_node_init(&node->inbox);
+    std::atomic<task_node*>& head = stacks_[level];
     // Relaxed: a hint for the owner's take (timed_pending()).
     if (node->timed) timed_.fetch_add(1, std::memory_order_relaxed);
-#if defined(__SANITIZE_THREAD__)
-    __tsan_release(node);  // TSAN cannot see liburcu's atomics: pairs with take()
-#endif
-    cds_wfcq_enqueue(__cds_wfcq_head_cast(&q.head), &q.tail, &node->inbox);
-    // The enqueue's exchange is a full barrier: this load is ordered after
-    // it (the Dekker pair with clear_if_empty(); see the top).
+    task_node* top = head.load(std::memory_order_relaxed);
+    do {
+      node->inbox_next = top;  // private until the CAS publishes it
+      // seq_cst: releases the node to the owner's exchange (take_chain()),
+      // and is the pusher's half of the Dekker pair with clear_if_empty().
+    } while (!head.compare_exchange_weak(top, node, std::memory_order_seq_cst,
+                                         std::memory_order_relaxed));
     std::atomic<std::uint64_t>& word = bits_[word_of(level)];
     const std::uint64_t mask = mask_of(level);
-    if ((word.load(std::memory_order_relaxed) & mask) == 0) {
-      word.fetch_or(mask, std::memory_order_relaxed);  // ordering: the enqueue's barrier
+    // seq_cst: ordered after the CAS (the Dekker pair, see the top).
+    if ((word.load(std::memory_order_seq_cst) & mask) == 0) {
+      word.fetch_or(mask, std::memory_order_relaxed);  // ordering: the CAS and the load
     }
   }
 
   /// Owner: moves nodes out, most urgent level first, FIFO within a level,
-  /// calling `f(node)` for each whose enqueue has completed: at most
-  /// `above` nodes of levels above `floor()` (re-read per level: the nodes
-  /// moved raise it) and at most `rest` of the others. A take that moved
+  /// calling `f(node)` for each: at most `above` nodes of levels above
+  /// `floor()` (re-read per level: the nodes moved raise it) and at most
+  /// `rest` of the others, reversing at most `walk` nodes of the chains
+  /// taken from the stacks. A level whose chain is not reversed whole yet
+  /// gives no node, and the take ends there: the next take goes on with it,
+  /// after looking at the more urgent levels again; meanwhile
+  /// walking_level() shows it, and no task less urgent than it may be
+  /// picked (its spawns returned). A take that moved
   /// nodes above the floor leaves the others to the next take, unless the
   /// previous take left them too (`rest` unlimited: never): the pick is
   /// about to change to a more urgent task, which the trickle's misses
   /// would only delay (about 1 us for 4 nodes written on another CPU; the
   /// p50 of urt-peers (d) at 100 went from 4.7-8.8 to 3.1-6.6 us), and
   /// the levels at or below the floor still get a trickle at least every
-  /// other take. Returns how many.
+  /// other take. Returns how many nodes it moved.
   template <class Floor, class F>
-  std::size_t take(Floor&& floor, std::size_t above, std::size_t rest, F&& f) noexcept {
+  std::size_t take(Floor&& floor, std::size_t above, std::size_t rest, std::size_t walk_limit,
+                   F&& f) noexcept {
+    // A limited walk also ends where a more urgent level gets a node.
+    walk_budget walk{walk_limit, walk_limit != unlimited};
     std::size_t taken = 0;
     bool left_rest = false;
     for (int level = top(); level >= 0; level = top_below(level)) {
@@ -141,40 +169,43 @@ class inbox {
         if (&budget == &rest) break;  // every lower level is at or below the floor too
         continue;
       }
-      const std::size_t n = take_level(level, budget, f);
-      budget -= n;
+      const std::size_t n = take_level(level, budget, walk, f);
+      if (budget != unlimited) budget -= n;  // unlimited stays unlimited (the check above)
       taken += n;
+      if (walking(level)) break;  // the walk's budget ran out in this level
     }
     rest_left_ = left_rest;
     return taken;
   }
-  /// Owner: at most `limit` nodes, most urgent level first.
+  /// Owner: at most `limit` nodes, most urgent level first, reversing as
+  /// much as that needs.
   template <class F>
   std::size_t take(std::size_t limit, F&& f) noexcept {
-    return take([] { return -1; }, limit, 0, f);
+    return take([] { return -1; }, limit, 0, unlimited, f);
   }
 
-  /// Owner: every node of `level` whose enqueue has completed.
+  /// Owner: every node of `level`.
   template <class F>
   std::size_t take_level_all(int level, F&& f) noexcept {
     if ((bits_[word_of(static_cast<unsigned>(level))].load(std::memory_order_relaxed) &
          mask_of(static_cast<unsigned>(level))) == 0) {
       return 0;
     }
-    return take_level(level, unlimited, f);
+    walk_budget walk{unlimited, false};
+    return take_level(level, unlimited, walk, f);
   }
 
   /// A peer holding the owner's queue lock, for a worker that reaches no
   /// scheduling point in time (stranded.hpp, resched.hpp): every node of a
-  /// level above `above` whose enqueue has completed (-1: every level),
-  /// most urgent level first, FIFO within a level, stopping in each level
-  /// before its first timed node (only the owner may put those in its
-  /// timer queue). Returns how many.
+  /// level above `above` (-1: every level), most urgent level first, FIFO
+  /// within a level, stopping in each level before its first timed node
+  /// (only the owner may put those in its timer queue). Returns how many.
   template <class F>
   std::size_t take_untimed(int above, F&& f) noexcept {
     std::size_t taken = 0;
+    walk_budget walk{unlimited, false};
     for (int level = top(); level > above && level >= 0; level = top_below(level)) {
-      taken += take_level(level, unlimited, f, [](const task_node& n) { return !n.timed; });
+      taken += take_level(level, unlimited, walk, f, [](const task_node& n) { return !n.timed; });
     }
     return taken;
   }
@@ -187,11 +218,21 @@ class inbox {
     return timed_.load(std::memory_order_relaxed) != 0;
   }
 
-  /// Any thread: whether a node may be queued, or its enqueue is in flight
-  /// (the step that follows takes it once it is linked). A pusher between
-  /// its enqueue and its bit is covered by the ring that follows its push.
+  /// Owner: the most urgent level whose chain a take left half walked, or
+  /// -1. Its nodes' spawns returned, so while it is above the run queue's
+  /// top the owner must not pick (it takes again first: worker::step()).
+  [[nodiscard]] int walking_level() const noexcept {
+    if (walking_[1] != 0) return 64 + 63 - std::countl_zero(walking_[1]);
+    if (walking_[0] != 0) return 63 - std::countl_zero(walking_[0]);
+    return -1;
+  }
+
+  /// Any thread: whether a node may be queued, taken and not yet moved out,
+  /// or being reversed (the steps that follow move it). A pusher between
+  /// its CAS and its bit is covered by the ring that follows its push.
   [[nodiscard]] bool pending() const noexcept {
-    return (bits_[0].load(std::memory_order_relaxed) | bits_[1].load(std::memory_order_relaxed)) != 0;
+    return (bits_[0].load(std::memory_order_relaxed) | bits_[1].load(std::memory_order_relaxed)) !=
+           0;
   }
 
  private:
@@ -213,19 +254,56 @@ class inbox {
     return -1;
   }
 
-  // liburcu's CDS_WFCQ_WOULDBLOCK, without its C-style cast.
-  static cds_wfcq_node* would_block() noexcept {
-    return reinterpret_cast<cds_wfcq_node*>(-1L);
+  // What is left of a take's walk, and whether it ends early for a more
+  // urgent level (not for the takes that must move a level whole).
+  struct walk_budget {
+    std::size_t left;
+    bool yields;
+  };
+
+  // The owner's lists of one level (see the top), under the queue lock.
+  struct level_lists {
+    task_node* fifo = nullptr;        // oldest first
+    task_node* unreversed = nullptr;  // newest first
+    task_node* reversed = nullptr;    // oldest first
+  };
+
+  // Whether `level` has a chain taken and not reversed whole.
+  [[nodiscard]] bool walking(int level) const noexcept {
+    const auto u = static_cast<unsigned>(level);
+    return (walking_[word_of(u)] & mask_of(u)) != 0;
   }
 
-  struct level_queue {
-    // Producers touch the tail (and the head's link when the queue was
-    // empty), the owner the spliced list.
-    __cds_wfcq_head head{};
-    cds_wfcq_tail tail{};
-    __cds_wfcq_head spliced_head{};
-    cds_wfcq_tail spliced_tail{};
-  };
+  // Fills the empty fifo of `level`: takes the stack's chain unless one is
+  // being reversed, reverses at most `walk` more of its nodes, and makes
+  // the reversed chain the fifo once it is whole. Returns whether the fifo
+  // has nodes now.
+  bool refill(unsigned level, level_lists& l, walk_budget& walk) noexcept {
+    if (l.unreversed == nullptr) {
+      // Acquire: pairs with the pushes' CASes (every node of the chain).
+      l.unreversed = stacks_[level].exchange(nullptr, std::memory_order_acquire);
+      if (l.unreversed == nullptr) return false;
+    }
+    for (std::size_t walked = 0; l.unreversed != nullptr && walk.left > 0; --walk.left) {
+      // A node pushed at a more urgent level meanwhile ends a limited walk
+      // here: the take returns, and the next one takes that level first.
+      // Every few nodes: a look at the bitmap's line, which pushers only
+      // read while its bits are set.
+      if (walk.yields && ++walked % urgent_check == 0 && top() > static_cast<int>(level)) break;
+      task_node* n = l.unreversed;
+      l.unreversed = n->inbox_next;
+      n->inbox_next = l.reversed;
+      l.reversed = n;
+    }
+    if (l.unreversed != nullptr) {  // the next take goes on
+      walking_[word_of(level)] |= mask_of(level);
+      return false;
+    }
+    walking_[word_of(level)] &= ~mask_of(level);
+    l.fifo = l.reversed;
+    l.reversed = nullptr;
+    return true;
+  }
 
   // At most `limit` nodes of `level`, stopping before the first node that
   // `accept` refuses; clears its bit when the level is empty.
@@ -233,66 +311,50 @@ class inbox {
     bool operator()(const task_node&) const noexcept { return true; }
   };
   template <class F, class Accept = accept_all>
-  std::size_t take_level(int level, std::size_t limit, F& f, Accept accept = {}) noexcept {
-    level_queue& q = levels_[static_cast<unsigned>(level)];
+  std::size_t take_level(int level, std::size_t limit, walk_budget& walk, F& f,
+                         Accept accept = {}) noexcept {
+    const auto u = static_cast<unsigned>(level);
+    level_lists& l = lists_[u];
     std::size_t taken = 0;
     for (;;) {
-      // Refill the private list from the shared queue when it runs dry.
-      if (cds_wfcq_empty(__cds_wfcq_head_cast(&q.spliced_head), &q.spliced_tail)) {
-        cds_wfcq_node* first = __cds_wfcq_first_nonblocking(__cds_wfcq_head_cast(&q.head), &q.tail);
-        if (first == nullptr || first == would_block()) break;
-        // The first link is in place, so this cannot return WOULDBLOCK.
-        __cds_wfcq_splice_nonblocking(__cds_wfcq_head_cast(&q.spliced_head), &q.spliced_tail,
-                                      __cds_wfcq_head_cast(&q.head), &q.tail);
+      if (l.fifo == nullptr && !refill(u, l, walk)) {
+        if (l.unreversed != nullptr) return taken;  // the level keeps its bit
+        break;
       }
       if (taken == limit) return taken;  // the level keeps its bit
-      // The private list's first node is complete (the splice or the
-      // previous dequeue linked it): look before taking it.
-      if constexpr (!std::is_same_v<Accept, accept_all>) {
-        cds_wfcq_node* first =
-            __cds_wfcq_first_nonblocking(__cds_wfcq_head_cast(&q.spliced_head), &q.spliced_tail);
-        if (first != nullptr && first != would_block()) {
-          task_node* next = task_node::from_inbox(first);
-#if defined(__SANITIZE_THREAD__)
-          __tsan_acquire(next);  // pairs with push(), as the dequeue below does
-#endif
-          if (!accept(*next)) return taken;  // the level keeps its bit
-        }
-      }
-      cds_wfcq_node* link =
-          __cds_wfcq_dequeue_nonblocking(__cds_wfcq_head_cast(&q.spliced_head), &q.spliced_tail);
-      if (link == nullptr) continue;     // the private list ran dry: refill
-      if (link == would_block()) return taken;  // a link store in flight: next time
-      task_node* node = task_node::from_inbox(link);
-#if defined(__SANITIZE_THREAD__)
-      __tsan_acquire(node);  // pairs with push()
-#endif
-      // The captures' line was written by the spawner on another core: start
-      // fetching it now, so the miss overlaps the rest of the walk.
+      task_node* node = l.fifo;
+      if (!accept(*node)) return taken;  // the level keeps its bit
+      l.fifo = node->inbox_next;
+      // The captures' line was written by the spawner on another core:
+      // start fetching it now, so the miss overlaps the rest of the take.
       __builtin_prefetch(node->payload.storage);
       const bool timed = node->timed;  // read before f() hands the node on
       f(node);
       if (timed) timed_.fetch_sub(1, std::memory_order_relaxed);
       ++taken;
     }
-    clear_if_empty(static_cast<unsigned>(level), q);
+    clear_if_empty(u);
     return taken;
   }
 
-  // The level's shared queue looked empty (or its head is in flight) and
-  // its private list is empty: clear the bit, then look again (see the top).
-  void clear_if_empty(unsigned level, level_queue& q) noexcept {
+  // The level's lists and stack were empty: clear the bit, then look at
+  // the stack again (see the top).
+  void clear_if_empty(unsigned level) noexcept {
     std::atomic<std::uint64_t>& word = bits_[word_of(level)];
-    // seq_cst: the owner's half of the Dekker pair with push()'s enqueue
-    // barrier and bit load.
+    // seq_cst, both: the owner's half of the Dekker pair with push()'s CAS
+    // and bit load.
     word.fetch_and(~mask_of(level), std::memory_order_seq_cst);
-    if (!cds_wfcq_empty(__cds_wfcq_head_cast(&q.head), &q.tail)) {
+    if (stacks_[level].load(std::memory_order_seq_cst) != nullptr) {
       word.fetch_or(mask_of(level), std::memory_order_relaxed);  // a push came in meanwhile
     }
   }
 
-  std::array<level_queue, priority_levels> levels_;
+  // Pushers write the stacks, the owner its lists: apart, so that the
+  // owner's walk does not take the pushers' lines.
+  alignas(64) std::array<std::atomic<task_node*>, priority_levels> stacks_{};
+  alignas(64) std::array<level_lists, priority_levels> lists_{};
   bool rest_left_ = false;  // the last take() left the levels at or below the floor (owner's)
+  std::array<std::uint64_t, 2> walking_{};  // levels with a chain half walked (owner's)
   alignas(64) std::array<std::atomic<std::uint64_t>, 2> bits_{};
   std::atomic<std::uint32_t> timed_{0};  // timed nodes pushed and not yet taken (a hint)
 };

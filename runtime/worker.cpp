@@ -148,11 +148,12 @@ task_node* worker::step(run_state seen) noexcept {
   const int before = q_.published;  // the level this worker showed until now
   q_.running = cpupri::level_idle;  // the previous task (if any) is done
   q_.moved_in.store(false, std::memory_order_relaxed);  // we look now
-  drain_inbox();
+  const clock::time_point horizon = release_horizon();
+  drain_inbox(horizon);
   shared_.strand->point(id_, [this] { return inbox_.pending(); });
   if (seen != run_state::running && !series_ended_) end_periodic_series();
   if (seen == run_state::cancelling) cancel_queued();
-  release_due();
+  release_due(horizon);
   // Hook before the pick: the budgets may hold FIFO work back. A hold
   // shows in the level published below (rt_queue::fifo_held).
   const pick_rule rule = consult_budgets(seen != run_state::running);
@@ -177,7 +178,15 @@ task_node* worker::step(run_state seen) noexcept {
   // Cancelling: what a push or pull moved in while the lowering released
   // the lock is dropped too; nothing queued runs once the stop is seen.
   if (seen == run_state::cancelling) cancel_queued();
-  task_node* node = pick(rule);
+  // A level above the queue's top still being walked into order holds
+  // spawns that returned (inbox.hpp): no pick below it; the next step
+  // walks on, a chunk at a time, looking at more urgent levels first.
+  task_node* node = nullptr;
+  if (inbox_.walking_level() > q_.rq.top_level()) {
+    look_again_ = true;
+  } else {
+    node = pick(rule);
+  }
   if (node != nullptr) {
     // Unlinking `node` pulled in the new head; start fetching the one
     // after it, so a long queue costs overlapping misses, not serial ones.
@@ -271,7 +280,7 @@ void worker::close() noexcept {
   q_.lock.unlock();
 }
 
-void worker::enqueue(task_node* node) noexcept {
+void worker::enqueue(task_node* node, clock::time_point due_by) noexcept {
   if (node->timed) {
     if (series_ended_ && node->series() != nullptr) {
       // A series made by a task still running when stop() began, reaching
@@ -284,7 +293,10 @@ void worker::enqueue(task_node* node) noexcept {
     // Past already when spawn_at()/every() was called: a spawn made then.
     // It joins the run queue in its place among the nodes taken in with it,
     // not after them at this step's release_due(); the timer queue's nodes
-    // released by that moment go first, in release order. A release that
+    // released by that moment go first, in release order, but only those
+    // due by `due_by`, a time before which every timed spawn that returned
+    // is in the timer queue already (a node due earlier than them, still in
+    // the inbox, would otherwise queue after them). A release that
     // came while the node was on its way (a slow intake) waits in the timer
     // queue like any other, so that releases keep deadline order. Not a
     // series once stop() began: this step's end_periodic_series() ends it
@@ -293,8 +305,9 @@ void worker::enqueue(task_node* node) noexcept {
     if (node->release <= node->called_at &&
         (node->series() == nullptr ||
          shared_.state.load(std::memory_order_relaxed) == run_state::running)) {
+      const clock::time_point bound = std::min(node->called_at, due_by);
       while (task_node* earlier = timers_.top()) {
-        if (earlier->release > node->called_at) break;
+        if (earlier->release > bound) break;
         timers_.pop();
         release(earlier);
       }
@@ -323,9 +336,10 @@ bool worker::preempt_point() noexcept {
   // it in here, so that a long task's preempt points see it.
   if (!stopping) poll_io();
   q_.lock.lock();
-  drain_inbox();
+  const clock::time_point horizon = release_horizon();
+  drain_inbox(horizon);
   shared_.strand->point(id_, [this] { return inbox_.pending(); });
-  release_due();
+  release_due(horizon);
   shared_.migrate->publish(id_);
   // An urgent task behind another worker's running task, when the running
   // one here is less urgent: pulled here, it is run at the yield below
@@ -356,6 +370,9 @@ bool worker::preempt_point() noexcept {
   // is itself running a task, which at its own preemption point would push
   // it on again: the task could bounce between workers without running.
   // The push and the token hop wait for the step after the yield.
+  // A level above the running task still being walked into order: as if
+  // queued (nothing is known of its tasks yet; the step walks it on).
+  if (!q_.fifo_held && inbox_.walking_level() > q_.running) urgent = true;
   const bool yield_to_queued = urgent;
   if (!urgent && !stopping && q_.running > priority_normal && bandwidth_.active() &&
       bandwidth_.would_hold(q_.rq.has(priority_normal))) {

@@ -20,8 +20,8 @@
 //
 // Concurrency:
 //   - submit_remote(), ring() and hand_token(): any thread, concurrently
-//     with everything. The inbox is a wfcqueue: enqueue is wait-free and
-//     excludes nothing.
+//     with everything. The inbox's push is one lock-free CAS and excludes
+//     nothing.
 //   - submit_local(): only on the worker's own thread (from inside a task).
 //   - take_in_for_peer(): another worker's thread, under this worker's
 //     queue lock (which every taker of the inbox holds: inbox.hpp).
@@ -195,21 +195,37 @@ class worker {
   // Under the queue lock: the most urgent task the rule allows, unlinked.
   task_node* pick(const pick_rule& rule) noexcept;
   void close() noexcept;
-  // Under the queue lock: inbox and due timers into the run queue.
-  std::size_t drain_inbox() noexcept;
+  // Under the queue lock: a scheduling point's take of the inbox into the
+  // run queue and the timer queue; `horizon` is release_horizon()'s.
+  std::size_t drain_inbox(clock::time_point horizon) noexcept;
+  // Under the queue lock: all of the inbox, the nodes that wait for a
+  // deadline into the timer queue before any other node is queued.
+  // `horizon`: read before the take, as release_horizon().
+  std::size_t drain_all(clock::time_point horizon) noexcept;
   // Under the queue lock, which it releases and retakes when it acts: claims
   // a request above `level` (resched.hpp), takes that worker's inbox nodes
   // above `level` in for it and pulls its most urgent task here.
   void serve_resched(int level) noexcept;
-  // Under the queue lock: the timed releases due now into the run queue, in
-  // release order (ties: the order they reached the timer queue).
-  void release_due() noexcept;
+  // Under the queue lock, before drain_inbox(): the time up to which this
+  // step's release_due() releases. Read before the inbox is taken, so that
+  // every timed spawn that returned before a release it is due with is in
+  // the timer queue by then, and releases due together queue in deadline
+  // order (a clock read after the take would let a release overtake a node
+  // pushed between the two). time_point::min() when no timed node is in
+  // the timer queue or on its way (no clock read): a node taken in this
+  // step is then released at the next.
+  [[nodiscard]] clock::time_point release_horizon() const noexcept;
+  // Under the queue lock: the timed releases due by `horizon` into the run
+  // queue, in release order (ties: the order they reached the timer queue).
+  void release_due(clock::time_point horizon) noexcept;
   // Under the queue lock: a due timed node into the run queue, or the end
   // of a series cancelled meanwhile.
   void release(task_node* node) noexcept;
   // Under the queue lock: a node taken in (inbox, local spawn) into the run
-  // queue, or, timed and not due yet, into the timer queue.
-  void enqueue(task_node* node) noexcept;
+  // queue, or, timed and not due yet, into the timer queue. `due_by`: the
+  // latest release a spawn_at() past at its call may release ahead of
+  // itself (see its body).
+  void enqueue(task_node* node, clock::time_point due_by) noexcept;
   void cancel_queued() noexcept;
   void end_periodic_series() noexcept;
   // Lock-free: whether a step would find something new (inbox, a task
@@ -282,6 +298,11 @@ class worker {
   io_watch io_watch_;
   std::uint64_t bandwidth_version_ = 0;  // the parameter block bandwidth_ follows
   timer_queue timers_;
+  // The last drain's horizon (under the queue lock): every timed spawn that
+  // returned before it is in the timer queue or the run queue (drain_all(),
+  // drain_inbox()). What a spawn_at() past at its call, taken in between
+  // drains, may release ahead of itself.
+  clock::time_point horizon_ = clock::time_point::min();
   bool series_ended_ = false;  // periodic series ended once stop() began
   // Nodes to discard after the queue lock is released, linked through
   // their (unused) run-queue hooks: cancelled ones and completed ones.

@@ -18,9 +18,9 @@ bool worker::submit_remote(task_node* node) noexcept {
   const int priority = node->timed ? cpupri::level_idle : node->priority;
   const bool movable = node->migratable;
   inbox_.push(node);
-  // A full ring(), fence included: the owner may park while this enqueue's
-  // link store is still pending (drain_inbox() cannot see the node yet), so
-  // the store must be ordered before the load of the parking flag.
+  // A full ring(), fence included: the owner may park between its last
+  // look at the level bits and this push's bit, so the push must be
+  // ordered before the load of the parking flag.
   const bool rang = parker_.ring();
   // Not parked: it takes the node in at its next scheduling point, unless
   // its task never reaches one; mark it for the idle workers' watch. After
@@ -85,10 +85,21 @@ std::size_t worker::take_in_for_peer(int above) noexcept {
 
 void worker::submit_local(task_node* node, local_spawn how) noexcept {
   q_.lock.lock();
-  // FIFO within a priority across remote and local spawns: remote spawns of
-  // this level that returned before this one go first (inbox.hpp).
-  inbox_.take_level_all(node->priority, [this](task_node* n) { enqueue(n); });
-  enqueue(node);
+  if (node->timed && inbox_.timed_pending()) {
+    // A timed spawn while remote timed ones may be on their way: those whose
+    // spawn returned before this call are due no later than anything this
+    // call releases (enqueue()), so everything is taken in first. After
+    // the call's clock read (commit_timed()): a node counted by then is
+    // seen here.
+    drain_all(node->called_at);
+  } else {
+    // FIFO within a priority across remote and local spawns: remote spawns
+    // of this level that returned before this one go first (inbox.hpp).
+    inbox_.take_level_all(node->priority, [this](task_node* n) { enqueue(n, horizon_); });
+  }
+  // Not timed: no release is due. Timed: no timed spawn that returned
+  // before its call is still in the inbox (taken above, or none counted).
+  enqueue(node, node->timed ? node->called_at : horizon_);
   shared_.migrate->publish(id_);  // a more urgent child raises this worker at once
   const std::optional<std::uint64_t> push =
       how == local_spawn::push ? balancer_.push_due() : std::nullopt;
@@ -106,27 +117,57 @@ void worker::uncount_local_accept() noexcept {
                                  std::memory_order_release);
 }
 
-std::size_t worker::drain_inbox() noexcept {
+std::size_t worker::drain_inbox(clock::time_point horizon) noexcept {
   // Before the take: what a request was about is taken in now, or a
   // request raised after this stays for a claimer (resched.hpp).
   shared_.resched->clear(id_);
   // A few nodes per scheduling point, most urgent first, the levels above
-  // the queue's top before the pick needs them (inbox.hpp); all of it once
-  // stop() began, so a stop does not wait on batches. Relaxed: a stale
-  // `running` costs one more step.
+  // the queue's top before the pick needs them (inbox.hpp). Relaxed: a
+  // stale `running` costs one more step.
   const bool running = shared_.state.load(std::memory_order_relaxed) == run_state::running;
-  const auto floor = [this] { return q_.rq.top_level(); };
-  const auto take_in = [this](task_node* node) { enqueue(node); };
-  std::size_t taken = inbox_.take(floor, running ? inbox::batch : inbox::unlimited,
-                                  running ? inbox::trickle : inbox::unlimited, take_in);
-  // A timed node left in the inbox could be due with an earlier deadline
-  // than what release_due() is about to release from the timer queue: take
-  // everything, so that releases due together queue in deadline order (and
-  // a spawn_at() past at its call keeps its FIFO place among the spawns).
-  // Only while timed nodes are on their way; a burst of plain spawns still
-  // comes in a few nodes per step.
-  if (running && inbox_.timed_pending()) {
-    taken += inbox_.take(floor, inbox::unlimited, inbox::unlimited, take_in);
+  // No timed node counted (after the horizon was read): every timed spawn
+  // that returned before the horizon is in the timer queue already, and the
+  // nodes this take meets were pushed after it.
+  if (running && !inbox_.timed_pending()) {
+    horizon_ = horizon;
+    return inbox_.take([this] { return q_.rq.top_level(); }, inbox::batch, inbox::trickle,
+                       inbox::reverse, [this](task_node* node) { enqueue(node, horizon_); });
+  }
+  // All of it once stop() began, so a stop does not wait on batches; and
+  // while timed nodes are on their way (drain_all()).
+  return drain_all(horizon);
+}
+
+std::size_t worker::drain_all(clock::time_point horizon) noexcept {
+  // Everything, staged on the nodes' inbox links (the inbox is done with
+  // them), then in two passes: first the nodes that wait for a deadline
+  // still ahead at their call, into the timer queue; then the others in
+  // the order taken. A spawn_at() already past at its call releases the
+  // timer queue's nodes due by then ahead of itself (enqueue()): with the
+  // first pass, a node due earlier that was still in the inbox is among
+  // them. Otherwise it would queue behind a later deadline (a node behind
+  // the past one in the take: a less urgent level, or later in its own).
+  horizon_ = horizon;
+  task_node* staged = nullptr;
+  task_node** tail = &staged;
+  const std::size_t taken = inbox_.take([this] { return q_.rq.top_level(); }, inbox::unlimited,
+                                        inbox::unlimited, inbox::unlimited,
+                                        [&tail](task_node* node) {
+                                          *tail = node;
+                                          tail = &node->inbox_next;
+                                        });
+  *tail = nullptr;
+  for (task_node** link = &staged; task_node* node = *link;) {
+    if (node->timed && node->release > node->called_at) {
+      *link = node->inbox_next;
+      enqueue(node, horizon);
+    } else {
+      link = &node->inbox_next;
+    }
+  }
+  while (task_node* node = staged) {
+    staged = node->inbox_next;
+    enqueue(node, horizon);
   }
   return taken;
 }

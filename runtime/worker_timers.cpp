@@ -14,11 +14,15 @@ clock::time_point saturating_add(clock::time_point t, clock::duration d) noexcep
 }
 }  // namespace
 
-void worker::release_due() noexcept {
-  if (timers_.empty()) return;
-  const clock::time_point now = clock::now();
+clock::time_point worker::release_horizon() const noexcept {
+  // A timed spawn increments the hint before its push, so a node whose
+  // spawn returned before this read is counted, or taken already.
+  return timers_.empty() && !inbox_.timed_pending() ? clock::time_point::min() : clock::now();
+}
+
+void worker::release_due(clock::time_point horizon) noexcept {
   while (task_node* next = timers_.top()) {
-    if (next->release > now) break;
+    if (next->release > horizon) break;
     timers_.pop();
     release(next);
   }

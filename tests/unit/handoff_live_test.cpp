@@ -114,3 +114,44 @@ TEST_CASE("handoff: bursts from four threads run exactly once in every migration
     CHECK(rt.stats().total().completed == ran.size());
   }
 }
+
+TEST_CASE("handoff: no less urgent task is picked while a more urgent burst is walked into order") {
+  // A level's burst comes out of its inbox stack newest first and is walked
+  // into FIFO order a chunk per scheduling point (inbox.hpp). A task at 10
+  // already in the run queue must not be picked while the 50s, whose
+  // spawns all returned, are still being walked.
+  urt::runtime rt(urt_test::synthetic_workers(1));
+  std::atomic<unsigned> polls{0};
+  std::atomic<bool> stop_polling{false};
+  std::latch started(1);
+  std::latch polling_stopped(1);
+  std::atomic<bool> go{false};
+  rt.spawn({.priority = 99}, [&] {
+    started.count_down();
+    // Its preemption points take the task at 10 into the run queue.
+    while (!stop_polling.load()) {
+      urt::preempt_point();
+      polls.fetch_add(1);
+    }
+    polling_stopped.count_down();
+    while (!go.load()) std::this_thread::yield();
+  });
+  started.wait();
+  std::atomic<unsigned> next{0};
+  std::atomic<unsigned> low_at{~0U};
+  rt.spawn({.priority = 10}, [&] { low_at.store(next.fetch_add(1)); });
+  // Two whole preemption points after the spawn returned: it was taken in.
+  const unsigned seen = polls.load();
+  while (polls.load() < seen + 2) std::this_thread::yield();
+  stop_polling.store(true);
+  polling_stopped.wait();
+  // Far more than one walk chunk, so the step after the holder is in it.
+  constexpr unsigned burst = 5000;
+  for (unsigned i = 0; i < burst; ++i) rt.spawn({.priority = 50}, [&] { next.fetch_add(1); });
+  go.store(true);
+  // Not stop() at once: a stopping worker takes its whole inbox in one go.
+  while (next.load() < burst + 1) std::this_thread::yield();
+  rt.stop();
+  CHECK(low_at.load() == burst);
+  CHECK(next.load() == burst + 1);
+}

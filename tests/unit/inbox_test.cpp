@@ -1,8 +1,9 @@
 // Tests of a worker's remote submission queues (runtime/inbox.hpp), driven
 // directly: an urgent node behind thousands of less urgent ones is taken
-// first and after at most one batch, FIFO holds within a level across
-// partial takes, a level can be taken alone, and producers racing the owner
-// lose or repeat nothing.
+// first and after at most one batch, or one chunk of a chain's walk, FIFO
+// holds within a level across partial takes and walks, a level can be
+// taken alone, producers racing the owner lose or repeat nothing, and a
+// push that returned is in the owner's reach whatever other pushers do.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -151,27 +152,46 @@ TEST_CASE("inbox: levels above the floor take the batch, the others only the tri
   // (above it), and nothing of level 1 this time: the pick changes to 50.
   std::vector<task_node*> taken;
   const auto collect = [&](task_node* n) { taken.push_back(n); };
-  CHECK(box.take([] { return 1; }, inbox::batch, inbox::trickle, collect) == 2);
+  CHECK(box.take([] { return 1; }, inbox::batch, inbox::trickle, inbox::unlimited, collect) == 2);
   REQUIRE(taken.size() == 2);
   CHECK(taken[0] == nodes[1000].get());
   CHECK(taken[1] == nodes[1001].get());
   // The next take has nothing above the floor: the trickle of level 1.
   taken.clear();
-  CHECK(box.take([] { return 50; }, inbox::batch, inbox::trickle, collect) == inbox::trickle);
+  CHECK(box.take([] { return 50; }, inbox::batch, inbox::trickle, inbox::unlimited, collect) ==
+        inbox::trickle);
   for (std::size_t i = 0; i < inbox::trickle; ++i) CHECK(taken[i] == nodes[i].get());
   // An empty run queue (floor -1): level 1 is above it, a whole batch.
   taken.clear();
-  CHECK(box.take([] { return -1; }, inbox::batch, inbox::trickle, collect) == inbox::batch);
+  CHECK(box.take([] { return -1; }, inbox::batch, inbox::trickle, inbox::unlimited, collect) ==
+        inbox::batch);
   CHECK(taken.front() == nodes[inbox::trickle].get());
   // A floor that rises as nodes are taken: once level 1 is at or below it,
   // the trickle applies.
   int floor = -1;
   taken.clear();
-  CHECK(box.take([&] { return floor; }, inbox::batch, inbox::trickle,
+  CHECK(box.take([&] { return floor; }, inbox::batch, inbox::trickle, inbox::unlimited,
                  [&](task_node* n) {
                    collect(n);
                    floor = 1;
                  }) == inbox::batch);  // the batch of the level taken while it was above
+}
+
+TEST_CASE("inbox: an unlimited take takes every level, those at or below the floor too") {
+  // The budget of the levels at or below the floor is unlimited here: it
+  // used to count down after the first such level, and the take then left
+  // the next one as a limited take would (a timed node below it stayed).
+  inbox box;
+  auto nodes = make_nodes(30);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    nodes[i]->priority = static_cast<urt::priority_t>(i % 3 == 0 ? 80 : i % 3 == 1 ? 40 : 10);
+    box.push(nodes[i].get());
+  }
+  std::size_t taken = 0;
+  CHECK(box.take([] { return 50; }, inbox::unlimited, inbox::unlimited, inbox::unlimited,
+                 [&](task_node*) { ++taken; }) == 30);
+  CHECK(taken == 30);
+  CHECK_FALSE(box.pending());
 }
 
 TEST_CASE("inbox: urgent nodes at every take still let the trickle through every other take") {
@@ -189,14 +209,15 @@ TEST_CASE("inbox: urgent nodes at every take still let the trickle through every
     box.push(u.get());
     std::size_t lows = 0;
     bool got_urgent = false;
-    box.take([] { return 1; }, inbox::batch, inbox::trickle, [&](task_node* n) {
-      if (n == u.get()) {
-        got_urgent = true;
-      } else {
-        CHECK(n == low[low_taken + lows].get());  // FIFO within level 1
-        ++lows;
-      }
-    });
+    box.take([] { return 1; }, inbox::batch, inbox::trickle, inbox::unlimited,
+             [&](task_node* n) {
+               if (n == u.get()) {
+                 got_urgent = true;
+               } else {
+                 CHECK(n == low[low_taken + lows].get());  // FIFO within level 1
+                 ++lows;
+               }
+             });
     CHECK(got_urgent);  // the urgent node is taken at once, every time
     low_taken += lows;
     per_take.push_back(lows);
@@ -208,7 +229,114 @@ TEST_CASE("inbox: urgent nodes at every take still let the trickle through every
   auto last = make_nodes(1);
   last[0]->priority = 60;
   box.push(last[0].get());
-  CHECK(box.take([] { return 1; }, inbox::unlimited, inbox::unlimited, [](task_node*) {}) ==
-        1 + low.size() - low_taken);
+  CHECK(box.take([] { return 1; }, inbox::unlimited, inbox::unlimited, inbox::unlimited,
+                 [](task_node*) {}) == 1 + low.size() - low_taken);
   CHECK_FALSE(box.pending());
+}
+
+TEST_CASE(
+    "inbox: a take walks one chunk of a burst, and an urgent node pushed meanwhile goes first") {
+  inbox box;
+  auto low = make_nodes(10'000);
+  for (auto& n : low) {
+    n->priority = 1;
+    box.push(n.get());
+  }
+  std::vector<task_node*> taken;
+  const auto collect = [&](task_node* n) { taken.push_back(n); };
+  const auto step = [&] {
+    return box.take([] { return -1; }, inbox::batch, inbox::trickle, inbox::reverse, collect);
+  };
+  // The burst's chain is taken and its walk begun: no node of it yet, and
+  // the owner is told not to pick below level 1.
+  CHECK(box.walking_level() == -1);
+  CHECK(step() == 0);
+  CHECK(box.pending());
+  CHECK(box.walking_level() == 1);
+  auto urgent = make_nodes(1);
+  urgent[0]->priority = 90;
+  box.push(urgent[0].get());
+  // The next take looks at level 90 first: the urgent node alone (the walk
+  // of level 1 goes on with what is left of the chunk, and ends the take).
+  CHECK(step() == 1);
+  REQUIRE(taken.size() == 1);
+  CHECK(taken[0] == urgent[0].get());
+  // The rest of the walk, a chunk per take, then the burst in order.
+  std::size_t takes = 2;
+  while (box.pending()) {
+    step();
+    ++takes;
+    REQUIRE(takes < 10'000);
+  }
+  // Each take walked at most one chunk: 10,000 nodes need that many takes.
+  CHECK(takes >= 10'000 / inbox::reverse);
+  CHECK(box.walking_level() == -1);
+  REQUIRE(taken.size() == 10'001);
+  for (std::size_t i = 0; i < low.size(); ++i) CHECK(taken[i + 1] == low[i].get());
+}
+
+TEST_CASE("inbox: nodes pushed while a chain is walked come after it, in order") {
+  inbox box;
+  auto first = make_nodes(100);
+  auto later = make_nodes(10);
+  for (auto& n : first) {
+    n->priority = 5;
+    box.push(n.get());
+  }
+  std::vector<task_node*> taken;
+  const auto collect = [&](task_node* n) { taken.push_back(n); };
+  CHECK(box.take([] { return -1; }, inbox::batch, inbox::trickle, 10, collect) == 0);
+  for (auto& n : later) {
+    n->priority = 5;
+    box.push(n.get());
+  }
+  while (box.pending()) box.take([] { return -1; }, 3, inbox::trickle, 10, collect);
+  REQUIRE(taken.size() == 110);
+  for (std::size_t i = 0; i < 100; ++i) CHECK(taken[i] == first[i].get());
+  for (std::size_t i = 0; i < 10; ++i) CHECK(taken[100 + i] == later[i].get());
+  // take_level_all finishes a walk begun by a take.
+  for (auto& n : first) box.push(n.get());
+  taken.clear();
+  CHECK(box.take([] { return -1; }, inbox::batch, inbox::trickle, 10, collect) == 0);
+  CHECK(box.take_level_all(5, collect) == 100);
+  for (std::size_t i = 0; i < 100; ++i) CHECK(taken[i] == first[i].get());
+  CHECK_FALSE(box.pending());
+}
+
+TEST_CASE("inbox: every push that returned before a take began is in its reach") {
+  // A pusher preempted inside its push must not hide nodes pushed before
+  // or after its own (the wfcqueue urt used before did, between its tail
+  // exchange and its link store). Each producer publishes how many of its
+  // pushes returned; the owner reads those counts, then takes everything
+  // it can: everything counted must have been taken by then.
+  constexpr unsigned producers = 4;
+  constexpr std::size_t each = 50'000;
+  inbox box;
+  std::vector<std::vector<std::unique_ptr<task_node>>> nodes;
+  for (unsigned p = 0; p < producers; ++p) nodes.push_back(make_nodes(each));
+  std::vector<std::atomic<std::size_t>> returned(producers);
+  std::vector<std::thread> pool;
+  for (unsigned p = 0; p < producers; ++p) {
+    pool.emplace_back([&, p] {
+      for (std::size_t i = 0; i < each; ++i) {
+        task_node* n = nodes[p][i].get();
+        n->priority = static_cast<urt::priority_t>(1 + i % 3);
+        box.push(n);
+        returned[p].store(i + 1, std::memory_order_release);
+      }
+    });
+  }
+  std::size_t taken = 0;
+  std::size_t short_takes = 0;  // takes that left a returned push behind
+  const auto count = [&](task_node*) { ++taken; };
+  for (;;) {
+    std::size_t seen = 0;
+    for (auto& r : returned) seen += r.load(std::memory_order_acquire);
+    box.take(inbox::unlimited, count);
+    if (taken < seen) ++short_takes;
+    if (seen == producers * each && !box.pending()) break;
+  }
+  for (auto& t : pool) t.join();
+  CHECK(short_takes == 0);
+  CHECK(taken == producers * each);
 }

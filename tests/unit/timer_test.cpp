@@ -489,6 +489,40 @@ TEST_CASE("timer: releases due while their nodes wait behind a backlog queue in 
   CHECK(order == expected);
 }
 
+TEST_CASE(
+    "timer: a spawn_at past at its call releases nothing ahead of an earlier deadline still in the "
+    "inbox") {
+  // X waits in the timer queue; Y, due before X, reaches the held worker's
+  // inbox; then P, past at its call (made after X's deadline), reaches it
+  // at a more urgent level, which the worker takes in first. P's intake
+  // releases what is due by its call ahead of itself: X used to be
+  // released there, before Y had left the inbox, and ran before it.
+  urt::runtime rt(one_worker());
+  std::mutex m;
+  std::string order;
+  urt_test::counter ran;
+  const auto record = [&](char c) {
+    return [&, c] {
+      {
+        const std::lock_guard lock(m);
+        order += c;
+      }
+      ran.add();
+    };
+  };
+  const auto x_due = urt::clock::now() + 300ms;  // ahead at every call, even under TSan
+  rt.spawn_at(x_due, {.priority = 10}, record('X'));
+  urt_test::gate held, go;
+  hold_worker(rt, held, go);  // taken in after X: X is in the timer queue
+  rt.spawn_at(x_due - 100ms, {.priority = 10}, record('Y'));
+  while (urt::clock::now() <= x_due) std::this_thread::sleep_for(5ms);
+  rt.spawn_at(x_due, {.priority = 50}, record('P'));
+  go.open();
+  ran.wait_for(3);
+  rt.stop();
+  CHECK(order == "PYX");
+}
+
 TEST_CASE("timer: stop(drain) ends a periodic series and cancel() ends it early") {
   urt::runtime rt(one_worker());
   std::atomic<int> a{0};
