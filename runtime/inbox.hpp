@@ -24,13 +24,15 @@
 // between the two, the node before it and every node pushed after it were
 // out of the owner's reach although their spawns had returned, and a less
 // urgent task or a later spawn ran first (for up to 4 ms in a stress test:
-// DESIGN.md, "The inbox"). The price: the push is lock-free rather than
+// DESIGN.md, "Worker inbox"). The price: the push is lock-free rather than
 // wait-free (its CAS fails only when another push to the same level of the
 // same worker, or the owner's take, changed the head in between, so some
 // push always succeeds), and the owner reverses each chain it takes, a
-// walk of every node once. The walk is bounded per take (`reverse`): an
-// urgent node pushed during the walk of a burst of 10,000 waits for one
-// chunk of it, not for the whole (take()).
+// walk of every node once. The walk is bounded per take (`reverse`) and
+// ends early when a more urgent level gets a node: an urgent node pushed
+// during the walk of a burst of 10,000 waits for `urgent_check` nodes of
+// it, not for the whole (take()). A level half walked holds spawns that
+// returned: the owner picks nothing below it (walking_level()).
 //
 // Concurrency (any number of pushers, one taker at a time):
 //   | may run with ->  | push (any thread) | take (lock holder) | pending (any) |
@@ -44,7 +46,8 @@
 // points, or a peer taking the inbox of a worker that reaches none in for
 // it (take_untimed, stranded.hpp).
 //
-// Invariants, per level:
+// Invariants, per level (and `walking_` has the level's bit exactly while
+// unreversed is not empty):
 //   - stack: the nodes pushed since the last exchange, newest first, each
 //     linked before its CAS published it (a push's release CAS pairs with
 //     the owner's acquire exchange; later pushes' CASes continue its
@@ -137,12 +140,13 @@ class inbox {
   /// Owner: moves nodes out, most urgent level first, FIFO within a level,
   /// calling `f(node)` for each: at most `above` nodes of levels above
   /// `floor()` (re-read per level: the nodes moved raise it) and at most
-  /// `rest` of the others, reversing at most `walk` nodes of the chains
-  /// taken from the stacks. A level whose chain is not reversed whole yet
-  /// gives no node, and the take ends there: the next take goes on with it,
-  /// after looking at the more urgent levels again; meanwhile
-  /// walking_level() shows it, and no task less urgent than it may be
-  /// picked (its spawns returned). A take that moved
+  /// `rest` of the others, reversing at most `walk_limit` nodes of the
+  /// chains taken from the stacks (and, when limited, ending a walk early
+  /// where a more urgent level got a node). A level whose chain is not
+  /// reversed whole yet gives no node, and the take ends there: the next
+  /// take goes on with it, after looking at the more urgent levels again;
+  /// meanwhile walking_level() shows it, and no task less urgent than it
+  /// may be picked (its spawns returned). A take that moved
   /// nodes above the floor leaves the others to the next take, unless the
   /// previous take left them too (`rest` unlimited: never): the pick is
   /// about to change to a more urgent task, which the trickle's misses
@@ -172,7 +176,7 @@ class inbox {
       const std::size_t n = take_level(level, budget, walk, f);
       if (budget != unlimited) budget -= n;  // unlimited stays unlimited (the check above)
       taken += n;
-      if (walking(level)) break;  // the walk's budget ran out in this level
+      if (walking(level)) break;  // its walk stopped: the budget, or a more urgent level
     }
     rest_left_ = left_rest;
     return taken;

@@ -82,15 +82,10 @@ class runtime {
   /// returned, whether they came from other threads or from tasks on that
   /// worker, for every pair of spawns whose order the callers could observe
   /// (one returned before the other began). A task moved to another worker
-  /// by migration runs in that worker's order from then on.
-  /// One exception, from the inbox's wait-free queues (DESIGN.md,
-  /// invariant 8): while another spawn to the same worker and priority is
-  /// inside its enqueue (the queue's tail exchanged, its link not stored
-  /// yet; a spawner the OS preempts there stays so until it runs again),
-  /// the worker cannot reach the node queued just before it nor any queued
-  /// after it. It goes on with what it can reach (local spawns, less urgent
-  /// levels, released timers), and takes those nodes once that enqueue
-  /// completes. Order and strict priority then hold again from there.
+  /// by migration runs in that worker's order from then on. A spawner the
+  /// OS preempts inside spawn() delays only its own task: the others'
+  /// spawns are in the worker's reach once they return (DESIGN.md,
+  /// invariant 8).
   template <class F>
     requires std::invocable<std::decay_t<F>&> && std::constructible_from<std::decay_t<F>, F&&>
   void spawn(const task_spec& spec, F&& fn) {
@@ -112,8 +107,8 @@ class runtime {
   /// Order within a priority: a deadline already passed when spawn_at() is
   /// called queues the task as a spawn() made then. A later one (also one
   /// that passes while the task is on its way to its worker) queues it at
-  /// the worker's first scheduling point at or after the deadline, behind
-  /// the spawns that point takes in; releases due at the
+  /// the worker's first scheduling point that begins at or after the
+  /// deadline, behind the spawns that point takes in; releases due at the
   /// same point queue in deadline order, equal deadlines in the order the
   /// worker took them in (for one caller, the order of its calls; for
   /// series of one period and start, the order they were made).
