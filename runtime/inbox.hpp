@@ -30,8 +30,8 @@
 // push always succeeds), and the owner reverses each chain it takes, a
 // walk of every node once. The walk is bounded per take (`reverse`) and
 // ends early when a more urgent level gets a node: an urgent node pushed
-// during the walk of a burst of 10,000 waits for `urgent_check` nodes of
-// it, not for the whole (take()). A level half walked holds spawns that
+// during the walk of a burst of 10,000 waits for one node of it, not for
+// the whole (take()). A level half walked holds spawns that
 // returned: the owner picks nothing below it (walking_level()).
 //
 // Concurrency (any number of pushers, one taker at a time):
@@ -73,6 +73,7 @@
 // urgent pending level with two count-leading-zeros.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
@@ -103,10 +104,12 @@ class inbox {
   /// scheduling point does not walk a burst of 10,000 whole. The owner steps
   /// again, without a pick, while a level above its run queue's top is
   /// walked (walking_level()). An urgent node pushed during a walk waits
-  /// for at most `urgent_check` nodes of it.
+  /// for at most one node of it.
   static constexpr std::size_t reverse = 256;
-  /// How many nodes a walk reverses between looks for a more urgent level.
-  static constexpr std::size_t urgent_check = 8;
+  /// Of those, the most for levels at or below the run queue's top: the
+  /// pick does not wait for them, and each costs the task it picks next a
+  /// miss, so they are walked a little per take, as the trickle moves them.
+  static constexpr std::size_t trickle_walk = 2 * trickle;
   /// For take(): no limit (stop() drains everything).
   static constexpr std::size_t unlimited = static_cast<std::size_t>(-1);
 
@@ -157,12 +160,16 @@ class inbox {
   template <class Floor, class F>
   std::size_t take(Floor&& floor, std::size_t above, std::size_t rest, std::size_t walk_limit,
                    F&& f) noexcept {
-    // A limited walk also ends where a more urgent level gets a node.
-    walk_budget walk{walk_limit, walk_limit != unlimited};
+    // A limited walk also ends where a level more urgent than the walked
+    // one and the run queue's top gets a node, and walks few nodes of a
+    // level at or below that top.
+    const bool limited = walk_limit != unlimited;
+    walk_budget walk{walk_limit, limited ? trickle_walk : unlimited, limited};
     std::size_t taken = 0;
     bool left_rest = false;
     for (int level = top(); level >= 0; level = top_below(level)) {
-      std::size_t& budget = level > floor() ? above : rest;
+      const int floor_now = floor();
+      std::size_t& budget = level > floor_now ? above : rest;
       // Levels are walked down and the floor only rises: every node taken
       // so far was above it.
       if (&budget == &rest && taken > 0 && rest != unlimited && !rest_left_) {
@@ -173,6 +180,8 @@ class inbox {
         if (&budget == &rest) break;  // every lower level is at or below the floor too
         continue;
       }
+      walk.above = std::max(level, floor_now);
+      walk.at_rest = &budget == &rest;
       const std::size_t n = take_level(level, budget, walk, f);
       if (budget != unlimited) budget -= n;  // unlimited stays unlimited (the check above)
       taken += n;
@@ -195,7 +204,7 @@ class inbox {
          mask_of(static_cast<unsigned>(level))) == 0) {
       return 0;
     }
-    walk_budget walk{unlimited, false};
+    walk_budget walk{unlimited, unlimited, false};
     return take_level(level, unlimited, walk, f);
   }
 
@@ -207,7 +216,7 @@ class inbox {
   template <class F>
   std::size_t take_untimed(int above, F&& f) noexcept {
     std::size_t taken = 0;
-    walk_budget walk{unlimited, false};
+    walk_budget walk{unlimited, unlimited, false};
     for (int level = top(); level > above && level >= 0; level = top_below(level)) {
       taken += take_level(level, unlimited, walk, f, [](const task_node& n) { return !n.timed; });
     }
@@ -258,11 +267,15 @@ class inbox {
     return -1;
   }
 
-  // What is left of a take's walk, and whether it ends early for a more
-  // urgent level (not for the takes that must move a level whole).
+  // What is left of a take's walk (`left`; `rest_left` for the levels at
+  // or below the floor), and whether it ends early for a more urgent level
+  // (not for the takes that must move a level whole): one above `above`.
   struct walk_budget {
     std::size_t left;
+    std::size_t rest_left;
     bool yields;
+    int above = -1;        // the walked level, or the floor if higher
+    bool at_rest = false;  // the walked level is at or below the floor
   };
 
   // The owner's lists of one level (see the top), under the queue lock.
@@ -288,12 +301,17 @@ class inbox {
       l.unreversed = stacks_[level].exchange(nullptr, std::memory_order_acquire);
       if (l.unreversed == nullptr) return false;
     }
-    for (std::size_t walked = 0; l.unreversed != nullptr && walk.left > 0; --walk.left) {
-      // A node pushed at a more urgent level meanwhile ends a limited walk
-      // here: the take returns, and the next one takes that level first.
-      // Every few nodes: a look at the bitmap's line, which pushers only
-      // read while its bits are set.
-      if (walk.yields && ++walked % urgent_check == 0 && top() > static_cast<int>(level)) break;
+    for (; l.unreversed != nullptr && walk.left > 0; --walk.left) {
+      // A node pushed meanwhile at a level the pick would take first ends
+      // a limited walk here: the take returns, and the next one takes that
+      // level first. A look at the bitmap's line before each node: a hit in
+      // this cache (pushers only read it while its bits are set) beside the
+      // node's miss.
+      if (walk.yields && top() > walk.above) break;
+      if (walk.at_rest) {
+        if (walk.rest_left == 0) break;
+        --walk.rest_left;
+      }
       task_node* n = l.unreversed;
       l.unreversed = n->inbox_next;
       n->inbox_next = l.reversed;

@@ -275,6 +275,30 @@ TEST_CASE(
   for (std::size_t i = 0; i < low.size(); ++i) CHECK(taken[i + 1] == low[i].get());
 }
 
+TEST_CASE("inbox: a level at or below the floor is walked a trickle per take") {
+  // The run queue has work at 50: a burst at 1 is not what the pick needs,
+  // so each take walks only a few of its nodes (each a miss the next task
+  // would wait for), and the walk does not hold the pick back.
+  inbox box;
+  auto low = make_nodes(1000);
+  for (auto& n : low) {
+    n->priority = 1;
+    box.push(n.get());
+  }
+  std::vector<task_node*> taken;
+  const auto collect = [&](task_node* n) { taken.push_back(n); };
+  std::size_t takes = 0;
+  while (taken.empty()) {
+    box.take([] { return 50; }, inbox::batch, inbox::trickle, inbox::reverse, collect);
+    ++takes;
+    REQUIRE(takes <= low.size());
+    if (taken.empty()) CHECK(box.walking_level() == 1);  // below the floor: no pick waits
+  }
+  CHECK(takes >= low.size() / inbox::trickle_walk);
+  CHECK(taken.size() == inbox::trickle);
+  for (std::size_t i = 0; i < taken.size(); ++i) CHECK(taken[i] == low[i].get());
+}
+
 TEST_CASE("inbox: nodes pushed while a chain is walked come after it, in order") {
   inbox box;
   auto first = make_nodes(100);
