@@ -128,7 +128,7 @@ class inbox {
     task_node* top = head.load(std::memory_order_relaxed);
     do {
       node->inbox_next = top;  // private until the CAS publishes it
-      // seq_cst: releases the node to the owner's exchange (take_chain()),
+      // seq_cst: releases the node to the owner's exchange (refill()),
       // and is the pusher's half of the Dekker pair with clear_if_empty().
     } while (!head.compare_exchange_weak(top, node, std::memory_order_seq_cst,
                                          std::memory_order_relaxed));
