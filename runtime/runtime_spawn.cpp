@@ -67,7 +67,17 @@ runtime::spawn_ticket runtime::place_spawn(priority_t p, const worker_set* affin
                                          : detail::no_continuation;
   const unsigned target = impl_->place->place(p, affinity, self, continuation_of);
   const bool local = self != nullptr && target == self->id();
-  const bool stay = local && detail::continuation_stays(p, continuation_of);
+  // A completion that a task's preempt_point() takes in (its reactor poll)
+  // and that placement keeps here is queued without a push too: the same
+  // preempt_point() then returns true and the task yields to it, as the
+  // kernel preempts the running task for a task woken more urgent on its
+  // CPU rather than sending it away; when it may not run here now (its
+  // group's budget is spent), that preempt_point() pushes it instead.
+  // Pushed at once, it went to an idle worker, which ran it only after its
+  // wake-up, or to a busy one and was pulled back (resched.hpp).
+  const bool at_preempt_point =
+      self != nullptr && detail::current.task != nullptr && detail::current.delivering_io;
+  const bool stay = local && (at_preempt_point || detail::continuation_stays(p, continuation_of));
   worker& w = *impl_->workers[target];
   // Outside the runtime's tasks (another thread, or a completion on a worker
   // outside a task, which no task waits for) a spawn backs out once stop()

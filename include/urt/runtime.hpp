@@ -265,7 +265,8 @@ class runtime {
     unsigned target_;
     bool local_;          // placed on the calling worker: submitted to its run queue
     bool counted_local_;  // counted with count_local_accept() (else as remote)
-    bool keep_;           // a continuation kept on the calling worker: not pushed at once
+    bool keep_;           // kept on the calling worker, not pushed at once: a continuation,
+                          // or a completion taken in at a preempt point
   };
 
   // `api` names the caller in runtime_stopped's message.

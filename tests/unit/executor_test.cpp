@@ -27,6 +27,7 @@
 #include <latch>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -365,6 +366,38 @@ TEST_CASE("executor: a long task's preempt_point() takes in a more urgent comple
   rt.stop();
   CHECK(fired.load());
   CHECK(armed.load());
+}
+
+TEST_CASE(
+    "executor: a completion a preempt point takes in runs at its yield, not on an idle peer") {
+  // Worker 1 idle, worker 0 in a long task at 10 whose preempt points poll
+  // its reactor. The completion's task (90, any worker) is kept on worker 0
+  // and run when the task yields there, as the kernel runs a task woken
+  // more urgent on the CPU it woke on; it was pushed to the idle worker,
+  // which ran it only once woken.
+  urt::runtime rt(urt_test::synthetic_workers(2));
+  const std::uint64_t pushes_before = rt.stats().workers[0].pushes;
+  std::atomic<bool> fired{false};
+  std::atomic<unsigned> ran_on{~0U};
+  std::promise<bool> yielded_first;
+  std::optional<urt::net::steady_timer> urgent;
+  rt.spawn({.priority = 10, .affinity = urt::worker_set{0}}, [&] {
+    urgent.emplace(rt.executor({.priority = 90}));  // homed on this worker
+    urgent->expires_after(0s);
+    urgent->async_wait([&](const std::error_code&) {
+      ran_on.store(urt::this_task::worker_id());
+      fired.store(true);
+    });
+    // Until a preempt point asks to yield, or the handler ran elsewhere.
+    bool preempted = false;
+    while (!preempted && !fired.load()) preempted = urt::preempt_point();
+    yielded_first.set_value(preempted && !fired.load());
+  });
+  CHECK(yielded_first.get_future().get());
+  rt.stop();
+  CHECK(fired.load());
+  CHECK(ran_on.load() == 0);
+  CHECK(rt.stats().workers[0].pushes == pushes_before);
 }
 
 TEST_CASE("executor: equal only with equal runtime, priority, affinity and group") {
