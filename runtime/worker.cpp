@@ -193,6 +193,11 @@ task_node* worker::step(run_state seen) noexcept {
     if (const rq_link* head = q_.rq.peek(); head != nullptr) __builtin_prefetch(head->next, 1);
     q_.running = node->priority;
   }
+  // What an idle wait after this step watches for: a request this step
+  // would have claimed (idle()). None while a group is held here (no
+  // claims); above every request while FIFO work is held (current() is
+  // priority_max then).
+  claim_level_ = rule.groups_held ? priority_max : q_.current();
   m.publish(id_);
   const std::optional<std::uint64_t> push = balancer_.push_due();
   q_.lock.unlock();
@@ -567,9 +572,18 @@ void worker::idle(run_state seen) {
   // New bandwidth parameters (set_bandwidth() rings every worker after
   // publishing them) end the wait too: a worker holding FIFO work back
   // until its period ends must look at a lifted budget now.
-  const auto work = [this] {
+  // A reschedule request raised while this worker spins or is about to park
+  // ends the wait too, and the next step claims it (serve_resched): a
+  // spawn that rings a parked peer raises one, and the OS may not run that
+  // peer for milliseconds when its CPU is busy with another thread
+  // (urt-peers (e)); this worker, awake, runs the task now. Only a request
+  // the step before would have claimed (claim_level_): one it would not
+  // would end the wait at once, again and again.
+  const int claim_level = balancer_.acts_on_lowering() ? claim_level_ : priority_max;
+  const auto work = [this, claim_level] {
     return poll_io() > 0 || work_pending() ||
-           shared_.bandwidth_params->version() != bandwidth_version_;
+           shared_.bandwidth_params->version() != bandwidth_version_ ||
+           shared_.resched->pending_above(claim_level);
   };
   // Acquire: pairs with stop()'s store of the state.
   const auto state_changed = [&] { return shared_.state.load(std::memory_order_acquire) != seen; };

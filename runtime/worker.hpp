@@ -309,6 +309,9 @@ class worker {
   task_node* put_off_cancelled_ = nullptr;
   task_node* put_off_completed_ = nullptr;
   bool look_again_ = false;  // a step discarded tasks after its pick: step again before idling
+  // The level the last step served reschedule requests above (priority_max:
+  // none); an idle wait ends on a request above it (idle()).
+  int claim_level_ = priority_max;
 
   inbox inbox_;  // remote submissions (inbox.hpp)
 };

@@ -2,17 +2,22 @@
 // worker::serve_resched): an urgent remote spawn queued on a worker that runs
 // a less urgent task runs on the other worker as soon as that one reaches a
 // scheduling point below it, at a step or at a preemption point, while the
-// first worker's task still runs. Neither worker ever idles, so the stranded
-// watch (an idle worker's take-over) cannot be what moves it. Decided by
-// which worker ran the task and whether the first one was still held, never
-// by time.
+// first worker's task still runs. Neither worker ever idles there, so the
+// stranded watch (an idle worker's take-over) cannot be what moves it. And
+// an idle worker's wait ends on a request raised for a peer that was rung
+// but is given no CPU. Decided by which worker ran the task and whether the
+// first one was still held (or had run), never by time.
 #include <doctest/doctest.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <latch>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "../topologies.hpp"
 #include "urt/urt.hpp"
@@ -141,4 +146,109 @@ TEST_CASE("resched: a task pinned to the held worker stays there") {
   CHECK(urgent_ran.load());
   CHECK(urgent_worker.load() == 0);
   CHECK(filler_runs.load() >= 1000);
+}
+
+TEST_CASE("resched: a task placed on a worker rung but given no CPU runs on an idle peer") {
+  // Two real workers on two CPUs. A SCHED_FIFO thread takes worker 1's CPU
+  // after worker 1 parked: a ring then wakes worker 1, but the OS does not
+  // run it (urt-peers (e): a rung worker waited milliseconds for its CPU
+  // while the other worker spun idle, then parked). Worker 0 runs a task of
+  // its own before each urgent spawn from outside, so it is awake (still
+  // showing that task's level, or spinning idle), and the urgent task must
+  // run on it. The kernel runs a starved fair thread now and then (RT
+  // throttling, or the fair server from Linux 6.12): a round counts only
+  // while worker 1 has not run since its CPU was taken (its parks and
+  // received rings unchanged). Decided by which worker ran each task, never
+  // by time.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(::sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  if (cpus.size() < 2) {
+    MESSAGE("fewer than two CPUs allowed: not checked");
+    return;
+  }
+  urt::runtime_options o;
+  o.cpus = std::to_string(cpus[0]) + "," + std::to_string(cpus[1]);
+  o.idle_spin = std::chrono::milliseconds{20};  // worker 0 stays awake between rounds
+  o.idle_spin_policy = urt::spin_policy::fixed;
+  urt::runtime rt(o);
+  REQUIRE(rt.worker_count() == 2);
+  const auto pu_of = [pus = rt.stats()](unsigned w) { return static_cast<int>(pus.workers[w].pu); };
+  const auto woken_1 = [&rt] {
+    const urt::worker_stats w = rt.stats().workers[1];
+    return w.parks + w.doorbells;
+  };
+  // Worker 1 parks (its first idle spin ends) before its CPU is taken.
+  while (rt.stats().workers[1].parks == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  }
+
+  std::atomic<bool> done{false};
+  std::atomic<bool> started{false};
+  std::atomic<int> hog_error{0};
+  std::thread hog([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(pu_of(1), &one);
+    sched_param p{};
+    p.sched_priority = 1;
+    int err = ::pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    if (err == 0) err = ::pthread_setschedparam(pthread_self(), SCHED_FIFO, &p);
+    hog_error.store(err);
+    started.store(true);
+    // Bounded: a failing run ends here, and worker 1 then runs its task.
+    const auto until = steady_clock::now() + patience;
+    while (err == 0 && !done.load() && steady_clock::now() < until) {
+    }
+  });
+  while (!started.load()) std::this_thread::yield();
+  if (hog_error.load() != 0) {
+    hog.join();
+    MESSAGE("a SCHED_FIFO thread on worker 1's CPU is not permitted here: not checked");
+    return;
+  }
+  const std::uint64_t parked_1 = woken_1();
+  // The spawner runs on worker 0's CPU, as in (e).
+  cpu_set_t before;
+  REQUIRE(::pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0);
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  CPU_SET(pu_of(0), &mine);
+  REQUIRE(::pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) == 0);
+
+  int counted = 0;      // rounds that ended before worker 1 ran
+  int placed_on_1 = 0;  // of them, urgent tasks placed on worker 1
+  int ran_on_0 = 0;     // of them, urgent tasks run by worker 0
+  for (int r = 0; r < 20; ++r) {
+    std::latch woke(1);
+    rt.spawn({.priority = 1, .affinity = urt::worker_set{0}}, [&] { woke.count_down(); });
+    woke.wait();
+    const std::uint64_t accepted_1 = rt.stats().workers[1].accepted;
+    std::atomic<unsigned> ran_on{~0U};
+    std::latch ran(1);
+    rt.spawn({.priority = 90}, [&] {
+      ran_on.store(urt::this_task::worker_id());
+      ran.count_down();
+    });
+    const bool on_1 = rt.stats().workers[1].accepted > accepted_1;
+    ran.wait();
+    if (woken_1() != parked_1) break;  // worker 1 ran: no longer the case under test
+    ++counted;
+    if (on_1) ++placed_on_1;
+    if (ran_on.load() == 0) ++ran_on_0;
+  }
+  done.store(true);
+  hog.join();
+  REQUIRE(::pthread_setaffinity_np(pthread_self(), sizeof(before), &before) == 0);
+  rt.stop();
+  MESSAGE(counted << " rounds before worker 1 ran; " << placed_on_1
+                  << " of their urgent tasks were placed on worker 1");
+  // The first round ends in microseconds once worker 0 takes the task, long
+  // before the kernel gives a starved thread its first turn.
+  CHECK(counted > 0);
+  CHECK(ran_on_0 == counted);
 }
