@@ -43,8 +43,7 @@ unsigned placement::place(priority_t priority, const worker_set* affinity, const
 }
 
 bool placement::caller_yields_to(unsigned w) const noexcept {
-  if (!fair_workers_ || worker_of_pu_.empty()) return false;
-  if (worker_of_cpu(worker_of_pu_, ::sched_getcpu()) != w) return false;
+  if (!fair_workers_ || !on_callers_cpu(w)) return false;
   thread_local const bool fair_caller = ::sched_getscheduler(0) == SCHED_OTHER;
   return fair_caller;
 }

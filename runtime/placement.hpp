@@ -8,6 +8,8 @@
 // it writes nothing shared (its rotation counters are thread-local).
 #pragma once
 
+#include <sched.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -179,6 +181,19 @@ class placement {
   /// policy is read once per thread (a system call each time cost the
   /// wake-up half a microsecond).
   [[nodiscard]] bool caller_yields_to(unsigned w) const noexcept;
+  /// Whether worker w is bound to the calling thread's CPU now (a real
+  /// system under binding pu). The caller runs there, so w does not: a
+  /// task queued on w waits for the caller to block or for the OS to
+  /// switch them, however awake w's doorbell says it is. A spawn of a task
+  /// at 1..99 onto it then raises a reschedule request (resched.hpp), so
+  /// that another worker that steps first runs it: in a paced urt-peers
+  /// (e), urgent tasks placed on the awake idle worker of their poster's
+  /// CPU waited up to 1.5 ms while the other worker stepped through its
+  /// low tasks (bench/README.md, "urt-peers (e): the millisecond stalls,
+  /// continued").
+  [[nodiscard]] bool on_callers_cpu(unsigned w) const noexcept {
+    return !worker_of_pu_.empty() && worker_of_cpu(worker_of_pu_, ::sched_getcpu()) == w;
+  }
 
  private:
   const cpupri& prio_;

@@ -18,7 +18,8 @@
 // ordinary spawn or per spawn into an inbox already asked for).
 //   - request(w, p): a spawner, after its push into w's inbox and its ring,
 //     when w will be late to the node (wanted()): busy at a level below p,
-//     or parked or being woken. The OS takes tens of microseconds to run a
+//     or parked or being woken, or awake on the CPU the spawner runs on
+//     (so not running until the spawner blocks). The OS takes tens of microseconds to run a
 //     woken thread (on the 2-core VM, a worker rung at the start of a
 //     burst ran its first task 10-100 us later), while a worker running
 //     short tasks steps within one; the woken owner still takes the node
@@ -88,13 +89,15 @@ class resched_requests {
   explicit resched_requests(unsigned workers);
 
   /// Whether a spawn of `priority` into the inbox of a worker showing
-  /// cpupri `level` (negative: idle), `parking` (parked, or rung and not
-  /// running yet), asks for a request: the worker runs a less urgent task,
-  /// or must first be woken. An awake idle worker takes the node at once;
-  /// a normal task (0) waits for its worker (a byte of 0 means none).
-  [[nodiscard]] static constexpr bool wanted(int priority, int level, bool parking) noexcept {
+  /// cpupri `level` (negative: idle) asks for a request; `late`: the
+  /// worker is parked, or rung and not running yet, or awake but off its
+  /// CPU (the spawner runs there: placement::on_callers_cpu). Yes when the
+  /// worker runs a less urgent task, or is idle and late. An awake idle
+  /// worker on a CPU of its own takes the node at once; a normal task (0)
+  /// waits for its worker (a byte of 0 means none).
+  [[nodiscard]] static constexpr bool wanted(int priority, int level, bool late) noexcept {
     if (priority <= 0) return false;
-    return level >= 0 ? priority > level : parking;
+    return level >= 0 ? priority > level : late;
   }
 
   /// Spawner, after its push into w's inbox (priority `p`, 1..99) and its

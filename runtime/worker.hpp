@@ -82,7 +82,9 @@ class worker {
 
   /// Any thread: queues a node this worker will see at its next scheduling
   /// point, and rings its doorbell if it is parking; true when it rang.
-  bool submit_remote(task_node* node) noexcept;
+  /// `off_cpu`: the caller runs on this worker's CPU (binding pu), so the
+  /// worker is not running now, whatever its doorbell says.
+  bool submit_remote(task_node* node, bool off_cpu = false) noexcept;
   /// Another worker, when this one has reached no scheduling point for
   /// ipi_timeout with remote spawns in its inbox (stranded.hpp): under this
   /// worker's queue lock, moves the inbox's untimed nodes into its run

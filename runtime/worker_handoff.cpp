@@ -13,7 +13,7 @@
 
 namespace urt::detail {
 
-bool worker::submit_remote(task_node* node) noexcept {
+bool worker::submit_remote(task_node* node, bool off_cpu) noexcept {
   // Read before the push: once pushed, the node may run and be freed.
   const int priority = node->timed ? cpupri::level_idle : node->priority;
   const bool movable = node->migratable;
@@ -29,11 +29,12 @@ bool worker::submit_remote(task_node* node) noexcept {
   if (!rang) shared_.strand->mark(id_);
   // Ask whichever worker steps below the node first to run it when this
   // one will be late to it: busy at a less urgent level (the kernel would
-  // preempt its task), or parked or being woken (resched.hpp). Not for a
-  // node only this worker may run. The request's release CAS comes after
-  // the push.
+  // preempt its task), parked or being woken, or awake but off its CPU
+  // while the caller runs there (resched.hpp). Not for a node only this
+  // worker may run. The request's release CAS comes after the push.
   if (movable && priority > priority_normal &&
-      resched_requests::wanted(priority, shared_.prio_map->level(id_), rang || parker_.parking())) {
+      resched_requests::wanted(priority, shared_.prio_map->level(id_),
+                               rang || off_cpu || parker_.parking())) {
     shared_.resched->request(id_, priority);
   }
   return rang;

@@ -60,6 +60,36 @@ struct scene {
   }
 };
 
+// A runtime of two real workers on the first two CPUs this process may use
+// (options.cpus); false, with a message, where there are fewer.
+bool on_two_cpus(urt::runtime_options& o) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(::sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  if (cpus.size() < 2) {
+    MESSAGE("fewer than two CPUs allowed: not checked");
+    return false;
+  }
+  o.cpus = std::to_string(cpus[0]) + "," + std::to_string(cpus[1]);
+  return true;
+}
+
+// Pins the calling thread to `cpu` and makes it SCHED_FIFO 1, which no
+// SCHED_OTHER worker there preempts; 0, or the error.
+int fifo_on(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  sched_param p{};
+  p.sched_priority = 1;
+  const int err = ::pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+  return err != 0 ? err : ::pthread_setschedparam(pthread_self(), SCHED_FIFO, &p);
+}
+
 // Worker 1 steps from task to task at priority 2: each task spawns the next
 // until the urgent task ran.
 void keep_stepping(urt::runtime& rt, scene& s, const steady_clock::time_point until) {
@@ -160,19 +190,8 @@ TEST_CASE("resched: a task placed on a worker rung but given no CPU runs on an i
   // while worker 1 has not run since its CPU was taken (its parks and
   // received rings unchanged). Decided by which worker ran each task, never
   // by time.
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  REQUIRE(::sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c) {
-    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-  }
-  if (cpus.size() < 2) {
-    MESSAGE("fewer than two CPUs allowed: not checked");
-    return;
-  }
   urt::runtime_options o;
-  o.cpus = std::to_string(cpus[0]) + "," + std::to_string(cpus[1]);
+  if (!on_two_cpus(o)) return;
   o.idle_spin = std::chrono::milliseconds{20};  // worker 0 stays awake between rounds
   o.idle_spin_policy = urt::spin_policy::fixed;
   urt::runtime rt(o);
@@ -191,13 +210,7 @@ TEST_CASE("resched: a task placed on a worker rung but given no CPU runs on an i
   std::atomic<bool> started{false};
   std::atomic<int> hog_error{0};
   std::thread hog([&] {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(pu_of(1), &one);
-    sched_param p{};
-    p.sched_priority = 1;
-    int err = ::pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
-    if (err == 0) err = ::pthread_setschedparam(pthread_self(), SCHED_FIFO, &p);
+    const int err = fifo_on(pu_of(1));
     hog_error.store(err);
     started.store(true);
     // Bounded: a failing run ends here, and worker 1 then runs its task.
@@ -251,4 +264,72 @@ TEST_CASE("resched: a task placed on a worker rung but given no CPU runs on an i
   // before the kernel gives a starved thread its first turn.
   CHECK(counted > 0);
   CHECK(ran_on_0 == counted);
+}
+
+TEST_CASE("resched: an urgent spawn onto the awake worker of the caller's CPU runs on a peer") {
+  // Two real workers on two CPUs. Worker 1 runs a task and spins idle: its
+  // doorbell says awake. A thread pinned to worker 1's CPU at SCHED_FIFO
+  // then spawns an urgent task and spins until it ran, so worker 1 does
+  // not run meanwhile (an outside poster on a worker's CPU, as in a paced
+  // urt-peers (e): the worker waits for the poster to block). Placement
+  // puts the task on worker 1, the idle one, as worker 0 runs a task at
+  // priority 1 that reaches preemption points: the task must run there,
+  // at one of them. Decided by which worker ran it, never by time.
+  urt::runtime_options o;
+  if (!on_two_cpus(o)) return;
+  o.idle_spin = std::chrono::milliseconds{50};  // worker 1 is awake at the spawn
+  o.idle_spin_policy = urt::spin_policy::fixed;
+  urt::runtime rt(o);
+  REQUIRE(rt.worker_count() == 2);
+  const int cpu_1 = static_cast<int>(rt.stats().workers[1].pu);
+
+  std::atomic<bool> urgent_ran{false};
+  std::atomic<unsigned> urgent_worker{~0U};
+  std::latch holding(1);
+  std::latch hold_ended(1);
+  rt.spawn({.priority = 1, .affinity = urt::worker_set{0}}, [&] {
+    holding.count_down();
+    const auto until = steady_clock::now() + patience;
+    while (!urgent_ran.load() && steady_clock::now() < until) {
+      if (urt::preempt_point()) break;
+    }
+    hold_ended.count_down();
+  });
+  holding.wait();
+  std::latch ran_1(1);
+  rt.spawn({.priority = 1, .affinity = urt::worker_set{1}}, [&] { ran_1.count_down(); });
+  ran_1.wait();
+  const std::uint64_t parks_1 = rt.stats().workers[1].parks;
+
+  std::atomic<int> caller_error{0};
+  std::atomic<bool> placed_on_1{false};
+  std::atomic<bool> parked_before{false};
+  std::thread caller([&] {
+    if (const int err = fifo_on(cpu_1); err != 0) {
+      caller_error.store(err);
+      urgent_ran.store(true);  // ends worker 0's task
+      return;
+    }
+    const urt::worker_stats before = rt.stats().workers[1];
+    parked_before.store(before.parks != parks_1);
+    rt.spawn({.priority = 90}, [&] {
+      urgent_worker.store(urt::this_task::worker_id());
+      urgent_ran.store(true);
+    });
+    placed_on_1.store(rt.stats().workers[1].accepted > before.accepted);
+    // Bounded: a failing run ends here, and worker 1 then runs the task.
+    const auto until = steady_clock::now() + patience;
+    while (!urgent_ran.load() && steady_clock::now() < until) {
+    }
+  });
+  caller.join();
+  hold_ended.wait();
+  rt.stop();
+  if (caller_error.load() != 0) {
+    MESSAGE("a SCHED_FIFO thread on worker 1's CPU is not permitted here: not checked");
+    return;
+  }
+  CHECK_FALSE(parked_before.load());  // worker 1 was awake at the spawn
+  CHECK(placed_on_1.load());
+  CHECK(urgent_worker.load() == 0);
 }
