@@ -186,11 +186,9 @@ class placement {
   /// task queued on w waits for the caller to block or for the OS to
   /// switch them, however awake w's doorbell says it is. A spawn of a task
   /// at 1..99 onto it then raises a reschedule request (resched.hpp), so
-  /// that another worker that steps first runs it: in a paced urt-peers
-  /// (e), urgent tasks placed on the awake idle worker of their poster's
-  /// CPU waited up to 1.5 ms while the other worker stepped through its
-  /// low tasks (bench/README.md, "urt-peers (e): the millisecond stalls,
-  /// continued").
+  /// that another worker that steps first runs it (tests/unit/
+  /// resched_live_test.cpp: a caller that keeps that CPU had its urgent
+  /// task wait about a second for the worker before).
   [[nodiscard]] bool on_callers_cpu(unsigned w) const noexcept {
     return !worker_of_pu_.empty() && worker_of_cpu(worker_of_pu_, ::sched_getcpu()) == w;
   }

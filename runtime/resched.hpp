@@ -19,11 +19,11 @@
 //   - request(w, p): a spawner, after its push into w's inbox and its ring,
 //     when w will be late to the node (wanted()): busy at a level below p,
 //     or parked or being woken, or awake on the CPU the spawner runs on
-//     (so not running until the spawner blocks). The OS takes tens of microseconds to run a
-//     woken thread (on the 2-core VM, a worker rung at the start of a
-//     burst ran its first task 10-100 us later), while a worker running
-//     short tasks steps within one; the woken owner still takes the node
-//     if it comes first. Raises w's byte to p. A push (balancer.cpp) asks
+//     (so not running until the spawner blocks). The OS takes tens of
+//     microseconds to run a woken thread (on the 2-core VM, a worker rung
+//     at the start of a burst ran its first task 10-100 us later), while a
+//     worker running short tasks steps within one; the woken owner still
+//     takes the node if it comes first. Raises w's byte to p. A push (balancer.cpp) asks
 //     the same after it moved a task into w's run queue: the claimer's
 //     pull finds it there.
 //   - claim_above(level, self): any worker at a scheduling point whose next

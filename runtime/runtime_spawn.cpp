@@ -227,8 +227,8 @@ void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
   const bool fifo_now = !ticket.node_->timed && ticket.node_->priority > priority_normal;
   // An outside caller on the target's own CPU: the target is not running
   // now, however awake it looks (placement.hpp).
-  const bool off_cpu = fifo_now && impl_->place->on_callers_cpu(ticket.target_) &&
-                       worker::current_in(impl_.get()) == nullptr;
+  const bool off_cpu = fifo_now && worker::current_in(impl_.get()) == nullptr &&
+                       impl_->place->on_callers_cpu(ticket.target_);
   const bool rang = w.submit_remote(ticket.node_, off_cpu);
   if (rang) {
     // Attributed to the sending worker; rings from outside threads are
