@@ -1832,13 +1832,42 @@ pid_t start_binary(const std::vector<std::string>& args, const std::string& out_
   return pid;
 }
 
-/// Ends a run started by start_binary() with SIGINT; its exit status.
+/// Each thread's signal state of process `pid` (the Sig* and ShdPnd lines
+/// of /proc/PID/task/TID/status), for a failure message.
+std::string signal_state(pid_t pid) {
+  std::string out;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
+    out += "thread " + t.path().filename().string() + ":";
+    for (const std::string& line : lines_of(slurp((t.path() / "status").string()))) {
+      if (line.starts_with("Sig") || line.starts_with("ShdPnd")) out += " " + line;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+/// Ends a run started by start_binary() with SIGINT; its exit status. A
+/// run that has not exited 30 s after the signal is killed and reported
+/// with its threads' signal state, rather than hanging the test.
 int interrupt(pid_t pid) {
   REQUIRE(kill(pid, SIGINT) == 0);
   int st = 0;
-  REQUIRE(waitpid(pid, &st, 0) == pid);
-  REQUIRE(WIFEXITED(st));
-  return WEXITSTATUS(st);
+  for (int i = 0; i < 3000; ++i) {
+    const pid_t done = waitpid(pid, &st, WNOHANG);
+    REQUIRE(done >= 0);
+    if (done == pid) {
+      REQUIRE(WIFEXITED(st));
+      return WEXITSTATUS(st);
+    }
+    usleep(10000);
+  }
+  const std::string state = signal_state(pid);
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  FAIL("urt-cyclictest did not exit 30 s after SIGINT; its threads' signal state:\n" << state);
+  return -1;
 }
 
 /// Polls `done` every 10 ms, at most 2000 times (a bounded wait for a
