@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -332,4 +333,94 @@ TEST_CASE("resched: an urgent spawn onto the awake worker of the caller's CPU ru
   CHECK_FALSE(parked_before.load());  // worker 1 was awake at the spawn
   CHECK(placed_on_1.load());
   CHECK(urgent_worker.load() == 0);
+}
+
+TEST_CASE("resched: an urgent burst onto a worker given no CPU runs on the stepping peer") {
+  // As the first live case: a SCHED_FIFO thread holds worker 1's CPU after
+  // worker 1 parked. Worker 0 steps through a chain of priority-1 tasks.
+  // Five urgent spawns from worker 0's CPU, back to back, land on worker 1
+  // (idle, below worker 0's level): the first raises a request, the others
+  // find it raised. Worker 0 must run all five, one after another, before
+  // any more of its own chain (its claim takes the first; its steps after
+  // each urgent task take the rest). Decided by which worker ran each and
+  // how many chain tasks had run by then, never by time.
+  urt::runtime_options o;
+  if (!on_two_cpus(o)) return;
+  urt::runtime rt(o);
+  REQUIRE(rt.worker_count() == 2);
+  const auto pu_of = [pus = rt.stats()](unsigned w) { return static_cast<int>(pus.workers[w].pu); };
+  while (rt.stats().workers[1].parks == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  }
+  std::atomic<bool> done{false};
+  std::atomic<bool> started{false};
+  std::atomic<int> hog_error{0};
+  std::thread hog([&] {
+    const int err = fifo_on(pu_of(1));
+    hog_error.store(err);
+    started.store(true);
+    const auto until = steady_clock::now() + patience;
+    while (err == 0 && !done.load() && steady_clock::now() < until) {
+    }
+  });
+  while (!started.load()) std::this_thread::yield();
+  if (hog_error.load() != 0) {
+    hog.join();
+    MESSAGE("a SCHED_FIFO thread on worker 1's CPU is not permitted here: not checked");
+    return;
+  }
+  const std::uint64_t parked_1 = rt.stats().workers[1].parks + rt.stats().workers[1].doorbells;
+  cpu_set_t before;
+  REQUIRE(::pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0);
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  CPU_SET(pu_of(0), &mine);
+  REQUIRE(::pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) == 0);
+
+  // Worker 0's chain: each task counts itself and spawns the next.
+  std::atomic<std::uint64_t> chain{0};
+  std::function<void()> link = [&] {
+    const auto end = steady_clock::now() + std::chrono::microseconds{50};  // a bulk task
+    while (steady_clock::now() < end) {
+    }
+    chain.fetch_add(1);
+    if (!done.load()) rt.spawn({.priority = 1, .affinity = urt::worker_set{0}}, link);
+  };
+  rt.spawn({.priority = 1, .affinity = urt::worker_set{0}}, link);
+  while (chain.load() < 100) std::this_thread::yield();
+  constexpr int burst = 5;
+  std::array<std::atomic<unsigned>, burst> ran_on{};
+  std::array<std::atomic<std::uint64_t>, burst> chain_at{};
+  std::atomic<int> ran{0};
+  const std::uint64_t accepted_1 = rt.stats().workers[1].accepted;
+  for (int i = 0; i < burst; ++i) {
+    ran_on[static_cast<std::size_t>(i)].store(~0U);
+    rt.spawn({.priority = 90}, [&, i] {
+      ran_on[static_cast<std::size_t>(i)].store(urt::this_task::worker_id());
+      chain_at[static_cast<std::size_t>(i)].store(chain.load());
+      ran.fetch_add(1);
+    });
+  }
+  const std::uint64_t placed_on_1 = rt.stats().workers[1].accepted - accepted_1;
+  const auto until = steady_clock::now() + patience;
+  while (ran.load() < burst && steady_clock::now() < until) std::this_thread::yield();
+  const bool worker_1_ran =
+      rt.stats().workers[1].parks + rt.stats().workers[1].doorbells != parked_1;
+  done.store(true);
+  hog.join();
+  REQUIRE(::pthread_setaffinity_np(pthread_self(), sizeof(before), &before) == 0);
+  rt.stop();
+  REQUIRE(ran.load() == burst);
+  CHECK(placed_on_1 == burst);
+  if (worker_1_ran) {
+    MESSAGE(
+        "worker 1 ran before the burst did (the kernel's turn for a starved thread): "
+        "not checked");
+    return;
+  }
+  for (int i = 0; i < burst; ++i) {
+    CAPTURE(i);
+    CHECK(ran_on[static_cast<std::size_t>(i)].load() == 0);
+    CHECK(chain_at[static_cast<std::size_t>(i)].load() == chain_at[0].load());
+  }
 }
