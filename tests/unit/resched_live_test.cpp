@@ -91,78 +91,6 @@ int fifo_on(int cpu) {
   return err != 0 ? err : ::pthread_setschedparam(pthread_self(), SCHED_FIFO, &p);
 }
 
-// Worker 1's CPU taken by a SCHED_FIFO thread once worker 1 has parked, so
-// that a ring wakes worker 1 but the OS does not run it; the calling thread
-// pinned to worker 0's CPU meanwhile (a spawner there, as in urt-peers (e)).
-// release() (or the destructor) ends both. ok() is false, with a message,
-// where a SCHED_FIFO thread is not permitted. The kernel runs a starved fair
-// thread now and then (RT throttling, or the fair server from Linux 6.12):
-// worker_1_ran() says whether worker 1 has run since the hold began (its
-// parks and received rings changed).
-class worker_1_held {
- public:
-  explicit worker_1_held(urt::runtime& rt) : rt_(rt) {
-    const urt::runtime_stats at = rt.stats();
-    const int cpu_0 = static_cast<int>(at.workers[0].pu);
-    const int cpu_1 = static_cast<int>(at.workers[1].pu);
-    while (rt.stats().workers[1].parks == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds{1});
-    }
-    REQUIRE(::pthread_getaffinity_np(pthread_self(), sizeof(before_), &before_) == 0);
-    std::atomic<bool> started{false};
-    hog_ = std::thread([this, cpu_1, &started] {
-      const int err = fifo_on(cpu_1);
-      error_.store(err);
-      started.store(true);
-      // Bounded: a failing run ends here, and worker 1 then runs its tasks.
-      const auto until = steady_clock::now() + patience;
-      while (err == 0 && !done_.load() && steady_clock::now() < until) {
-      }
-    });
-    while (!started.load()) std::this_thread::yield();
-    if (error_.load() != 0) {
-      hog_.join();
-      MESSAGE("a SCHED_FIFO thread on worker 1's CPU is not permitted here: not checked");
-      return;
-    }
-    woken_at_start_ = woken_1();
-    cpu_set_t mine;
-    CPU_ZERO(&mine);
-    CPU_SET(cpu_0, &mine);
-    pinned_ = ::pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) == 0;
-    if (!pinned_) release();
-    REQUIRE(pinned_);
-  }
-  worker_1_held(const worker_1_held&) = delete;
-  worker_1_held& operator=(const worker_1_held&) = delete;
-  ~worker_1_held() { release(); }
-
-  [[nodiscard]] bool ok() const { return error_.load() == 0; }
-  [[nodiscard]] bool worker_1_ran() const { return woken_1() != woken_at_start_; }
-  void release() {
-    done_.store(true);
-    if (hog_.joinable()) hog_.join();
-    if (pinned_) {
-      pinned_ = false;
-      REQUIRE(::pthread_setaffinity_np(pthread_self(), sizeof(before_), &before_) == 0);
-    }
-  }
-
- private:
-  [[nodiscard]] std::uint64_t woken_1() const {
-    const urt::worker_stats w = rt_.stats().workers[1];
-    return w.parks + w.doorbells;
-  }
-
-  urt::runtime& rt_;
-  std::thread hog_;
-  std::atomic<bool> done_{false};
-  std::atomic<int> error_{0};
-  cpu_set_t before_{};
-  bool pinned_ = false;
-  std::uint64_t woken_at_start_ = 0;
-};
-
 // Worker 1 steps from task to task at priority 2: each task spawns the next
 // until the urgent task ran.
 void keep_stepping(urt::runtime& rt, scene& s, const steady_clock::time_point until) {
@@ -269,8 +197,42 @@ TEST_CASE("resched: a task placed on a worker rung but given no CPU runs on an i
   o.idle_spin_policy = urt::spin_policy::fixed;
   urt::runtime rt(o);
   REQUIRE(rt.worker_count() == 2);
-  worker_1_held hold(rt);
-  if (!hold.ok()) return;
+  const auto pu_of = [pus = rt.stats()](unsigned w) { return static_cast<int>(pus.workers[w].pu); };
+  const auto woken_1 = [&rt] {
+    const urt::worker_stats w = rt.stats().workers[1];
+    return w.parks + w.doorbells;
+  };
+  // Worker 1 parks (its first idle spin ends) before its CPU is taken.
+  while (rt.stats().workers[1].parks == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  }
+
+  std::atomic<bool> done{false};
+  std::atomic<bool> started{false};
+  std::atomic<int> hog_error{0};
+  std::thread hog([&] {
+    const int err = fifo_on(pu_of(1));
+    hog_error.store(err);
+    started.store(true);
+    // Bounded: a failing run ends here, and worker 1 then runs its task.
+    const auto until = steady_clock::now() + patience;
+    while (err == 0 && !done.load() && steady_clock::now() < until) {
+    }
+  });
+  while (!started.load()) std::this_thread::yield();
+  if (hog_error.load() != 0) {
+    hog.join();
+    MESSAGE("a SCHED_FIFO thread on worker 1's CPU is not permitted here: not checked");
+    return;
+  }
+  const std::uint64_t parked_1 = woken_1();
+  // The spawner runs on worker 0's CPU, as in (e).
+  cpu_set_t before;
+  REQUIRE(::pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0);
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  CPU_SET(pu_of(0), &mine);
+  REQUIRE(::pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) == 0);
 
   int counted = 0;      // rounds that ended before worker 1 ran
   int placed_on_1 = 0;  // of them, urgent tasks placed on worker 1
@@ -288,12 +250,14 @@ TEST_CASE("resched: a task placed on a worker rung but given no CPU runs on an i
     });
     const bool on_1 = rt.stats().workers[1].accepted > accepted_1;
     ran.wait();
-    if (hold.worker_1_ran()) break;  // no longer the case under test
+    if (woken_1() != parked_1) break;  // worker 1 ran: no longer the case under test
     ++counted;
     if (on_1) ++placed_on_1;
     if (ran_on.load() == 0) ++ran_on_0;
   }
-  hold.release();
+  done.store(true);
+  hog.join();
+  REQUIRE(::pthread_setaffinity_np(pthread_self(), sizeof(before), &before) == 0);
   rt.stop();
   MESSAGE(counted << " rounds before worker 1 ran; " << placed_on_1
                   << " of their urgent tasks were placed on worker 1");
@@ -384,12 +348,37 @@ TEST_CASE("resched: an urgent burst onto a worker given no CPU runs on the stepp
   if (!on_two_cpus(o)) return;
   urt::runtime rt(o);
   REQUIRE(rt.worker_count() == 2);
-  worker_1_held hold(rt);
-  if (!hold.ok()) return;
+  const auto pu_of = [pus = rt.stats()](unsigned w) { return static_cast<int>(pus.workers[w].pu); };
+  while (rt.stats().workers[1].parks == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  }
+  std::atomic<bool> done{false};
+  std::atomic<bool> started{false};
+  std::atomic<int> hog_error{0};
+  std::thread hog([&] {
+    const int err = fifo_on(pu_of(1));
+    hog_error.store(err);
+    started.store(true);
+    const auto until = steady_clock::now() + patience;
+    while (err == 0 && !done.load() && steady_clock::now() < until) {
+    }
+  });
+  while (!started.load()) std::this_thread::yield();
+  if (hog_error.load() != 0) {
+    hog.join();
+    MESSAGE("a SCHED_FIFO thread on worker 1's CPU is not permitted here: not checked");
+    return;
+  }
+  const std::uint64_t parked_1 = rt.stats().workers[1].parks + rt.stats().workers[1].doorbells;
+  cpu_set_t before;
+  REQUIRE(::pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0);
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  CPU_SET(pu_of(0), &mine);
+  REQUIRE(::pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) == 0);
 
   // Worker 0's chain: each task counts itself and spawns the next.
   std::atomic<std::uint64_t> chain{0};
-  std::atomic<bool> done{false};
   std::function<void()> link = [&] {
     const auto end = steady_clock::now() + std::chrono::microseconds{50};  // a bulk task
     while (steady_clock::now() < end) {
@@ -415,9 +404,11 @@ TEST_CASE("resched: an urgent burst onto a worker given no CPU runs on the stepp
   const std::uint64_t placed_on_1 = rt.stats().workers[1].accepted - accepted_1;
   const auto until = steady_clock::now() + patience;
   while (ran.load() < burst && steady_clock::now() < until) std::this_thread::yield();
-  const bool worker_1_ran = hold.worker_1_ran();
-  done.store(true);  // the chain ends
-  hold.release();
+  const bool worker_1_ran =
+      rt.stats().workers[1].parks + rt.stats().workers[1].doorbells != parked_1;
+  done.store(true);
+  hog.join();
+  REQUIRE(::pthread_setaffinity_np(pthread_self(), sizeof(before), &before) == 0);
   rt.stop();
   REQUIRE(ran.load() == burst);
   CHECK(placed_on_1 == burst);
