@@ -9,6 +9,7 @@
 #include "resched.hpp"
 #include "rt_queue.hpp"
 #include "spinlock.hpp"
+#include "stranded.hpp"
 #include "worker_counters.hpp"
 
 namespace urt::detail {
@@ -87,6 +88,8 @@ void balancer::on_lowering(wait_for_push wait) noexcept {
   // ipi_timeout; then pull it (the stuck-worker fallback). A failed pull
   // (the task left meanwhile, or may not run here) looks again, at most
   // max_fallback_pulls times, then the worker goes on with its own task.
+  // A source already found stuck, with no scheduling point since, would
+  // not answer this hop either: it is pulled from at once.
   constexpr int max_fallback_pulls = 3;
   const clock::time_point deadline = clock::now() + cfg_.ipi_timeout;
   int pulls_tried = 0;
@@ -97,16 +100,20 @@ void balancer::on_lowering(wait_for_push wait) noexcept {
     const int level = parts_.prio.level(self_);
     const unsigned source = overload.best_above(level, self_);
     if (source == overload_mask::none) return;  // pushed here or elsewhere, or run there
-    if (spins % 16 != 15) {
+    const bool known_stuck = still_stuck(source);
+    if (!known_stuck && spins % 16 != 15) {
       cpu_relax();
       continue;
     }
-    if (clock::now() >= deadline) {
-      if (pulls_tried == 0) {
+    if (known_stuck || clock::now() >= deadline) {
+      if (pulls_tried == 0 && !known_stuck) {
         worker_counters::bump_relaxed(counters_.fallbacks);
         take_over_stuck_token();
       }
-      if (pull_one(source)) return;
+      if (pull_one(source)) {
+        if (known_stuck) worker_counters::bump_relaxed(counters_.stuck_pulls);
+        return;
+      }
       if (++pulls_tried == max_fallback_pulls) return;
       continue;
     }
@@ -129,6 +136,14 @@ void balancer::serve_token() noexcept {
 balancer::idle_plan balancer::before_idle() noexcept {
   idle_plan plan;
   if (cfg_.mode != migration_mode::push_ipi || !parts_.overload.any()) return plan;
+  // A worker found stuck before, with no scheduling point since, that
+  // queues a task we could run: pull it now, not a hop timeout later.
+  if (const unsigned source = parts_.overload.best_above(cpupri::level_idle, self_);
+      source != overload_mask::none && still_stuck(source) && pull_one(source)) {
+    worker_counters::bump_relaxed(counters_.stuck_pulls);
+    plan.pulled = true;
+    return plan;
+  }
   if (const unsigned stuck = take_over_stuck_token(); stuck != push_token::none) {
     // The fallback: one pull from the worker that kept the token.
     worker_counters::bump_relaxed(counters_.fallbacks);
@@ -149,12 +164,22 @@ bool balancer::pull_one(unsigned source) noexcept {
   return true;
 }
 
+void balancer::note_stuck(unsigned w) noexcept {
+  stuck_ = w;
+  stuck_points_ = parts_.progress.points(w);
+}
+
+bool balancer::still_stuck(unsigned w) const noexcept {
+  return w == stuck_ && parts_.progress.points(w) == stuck_points_;
+}
+
 unsigned balancer::take_over_stuck_token() noexcept {
   push_token& token = parts_.token;
   if (cfg_.mode != migration_mode::push_ipi || !token.travelling()) return push_token::none;
   const push_token::takeover t =
       token.take_over_stuck(self_, parts_.overload, now_ns(), cfg_.ipi_timeout.count());
   send_hop(t.next);
+  if (t.stuck != push_token::none) note_stuck(t.stuck);
   return t.stuck;
 }
 

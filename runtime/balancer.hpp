@@ -14,6 +14,15 @@
 // Progress: push_tasks() is bounded by the worker count (each success fills
 // a strictly lower worker); on_lowering(wait) spins at most ipi_timeout
 // plus max_fallback_pulls pulls.
+//
+// A stuck worker stays stuck until its next scheduling point: once this
+// worker has found one (it kept a token hop past ipi_timeout, or an idle
+// watcher took its inbox in: note_stuck()), it pulls from it at once, at
+// a lowering or before parking, for as long as that worker's scheduling
+// point count (stranded_marks::points) has not moved, instead of waiting
+// ipi_timeout again for each of its tasks. The count is read relaxed: a
+// stale value only makes one pull wait, or one pull come from a worker
+// that has just resumed, as any pull may.
 #pragma once
 
 #include <atomic>
@@ -30,6 +39,7 @@ namespace urt::detail {
 class cpupri;
 class migrator;
 class resched_requests;
+class stranded_marks;
 struct rt_queue;
 struct worker_counters;
 
@@ -61,7 +71,8 @@ class balancer {
     push_token& token;
     peer_bells& bells;
     resched_requests& resched;
-    unsigned workers;  // the number of workers: bounds a push loop
+    const stranded_marks& progress;  // each worker's scheduling point count
+    unsigned workers;                // the number of workers: bounds a push loop
   };
 
   balancer(unsigned self, config cfg, shared_parts parts, rt_queue& q,
@@ -111,6 +122,11 @@ class balancer {
   /// when it moved a task here.
   bool pull_from(unsigned source) noexcept { return pull_one(source); }
 
+  /// No lock held: `w` was found stuck (an idle watcher took its inbox in
+  /// for it: stranded.hpp). Until `w` takes a scheduling point, this
+  /// worker pulls from it without waiting for its push (see the top).
+  void note_stuck(unsigned w) noexcept;
+
   /// What an idle worker does about migration before it parks.
   struct idle_plan {
     bool pulled = false;  // it took over a stuck hop and pulled: look again instead of parking
@@ -128,6 +144,9 @@ class balancer {
   unsigned take_over_stuck_token() noexcept;
   // One pull from `source` (the fallback), counted; true when it moved a task.
   bool pull_one(unsigned source) noexcept;
+  // Whether `w` is the worker last found stuck and has taken no scheduling
+  // point since.
+  [[nodiscard]] bool still_stuck(unsigned w) const noexcept;
   void send_hop(push_token::hop h) noexcept;
   bool ring(unsigned target) noexcept;  // true when it wrote the doorbell
 
@@ -138,6 +157,8 @@ class balancer {
   worker_counters& counters_;
   unsigned rotation_ = 0;  // spreads this worker's pushes over equal targets
   std::uint64_t push_failed_at_ = ~std::uint64_t{0};  // q_.top_changes at the last failed push
+  unsigned stuck_ = push_token::none;                 // the worker last found stuck (note_stuck)
+  std::uint64_t stuck_points_ = 0;                    // its scheduling point count then
   // The token hop this worker is asked to serve (0: none); written by the
   // worker that sends the hop, exchanged by the owner: a line of its own.
   alignas(64) std::atomic<std::uint64_t> hop_seq_{0};

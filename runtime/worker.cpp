@@ -32,11 +32,12 @@ worker::worker(runtime_shared& shared, unsigned id)
       id_(id),
       io_poll_(io_, io_poller::config::from(*shared.options)),
       parker_(io_, io_poll_.lease(), parker::config::from(*shared.options), counters_),
-      balancer_(id, balancer::config::from(*shared.options),
-                balancer::shared_parts{*shared.migrate, *shared.prio_map, *shared.overload,
-                                       *shared.token, *shared.bells, *shared.resched,
-                                       static_cast<unsigned>(shared.topo->worker_count())},
-                q_, counters_),
+      balancer_(
+          id, balancer::config::from(*shared.options),
+          balancer::shared_parts{*shared.migrate, *shared.prio_map, *shared.overload, *shared.token,
+                                 *shared.bells, *shared.resched, *shared.strand,
+                                 static_cast<unsigned>(shared.topo->worker_count())},
+          q_, counters_),
       bandwidth_(shared.options->bandwidth, clock::now()),
       cids_(*shared.cids, id),
       strand_watch_(id, shared.options->ipi_timeout),
@@ -537,6 +538,7 @@ void worker::idle(run_state seen) {
     if (watch.take_over != stranded_marks::none &&
         shared_.strand_peers->take_in(watch.take_over, cpupri::level_idle) > 0) {
       worker_counters::bump_relaxed(counters_.take_overs);
+      balancer_.note_stuck(watch.take_over);             // its other tasks: pulled without a wait
       if (balancer_.pull_from(watch.take_over)) return;  // look at what it pulled
     }
     strand_check = watch.check;

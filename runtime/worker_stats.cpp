@@ -49,6 +49,7 @@ worker_stats worker::stats() const noexcept {
   s.token_hops = get(c.token_hops);
   s.fallbacks = get(c.fallbacks);
   s.take_overs = get(c.take_overs);
+  s.stuck_pulls = get(c.stuck_pulls);
   s.resched_claims = get(c.resched_claims);
   s.wake_yields = get(c.wake_yields);
   s.migrated_in = get(q_.migrated_in);

@@ -19,8 +19,9 @@
 #include "migrator.hpp"
 #include "overload.hpp"
 #include "resched.hpp"
-#include "worker_counters.hpp"
+#include "stranded.hpp"
 #include "urt/topology.hpp"
+#include "worker_counters.hpp"
 
 using urt::migration_mode;
 using urt::detail::balancer;
@@ -55,6 +56,7 @@ struct machine {
         prio(urt::cpupri_layout::per_llc_bytes, topo.workers()),
         overload(topo.workers()),
         resched(topo.workers()),
+        marks(topo.workers()),
         queues(topo.worker_count(), nullptr),
         m(queues, prio, overload),
         counters(topo.worker_count()) {
@@ -65,7 +67,7 @@ struct machine {
     for (unsigned w = 0; w < n(); ++w) {
       balancers.push_back(std::make_unique<balancer>(
           w, balancer::config{mode, ipi_timeout},
-          balancer::shared_parts{m, prio, overload, token, bells, resched, n()}, *queues[w],
+          balancer::shared_parts{m, prio, overload, token, bells, resched, marks, n()}, *queues[w],
           counters[w]));
       m.publish(w);
     }
@@ -86,6 +88,10 @@ struct machine {
     q(w).enqueue(make(priority), w);
     m.publish(w);
   }
+  // Worker w takes a scheduling point (with an empty inbox).
+  void point(unsigned w) {
+    marks.point(w, [] { return false; });
+  }
   // The worker's running level changes (a task started, or it went idle).
   void run(unsigned w, int level) {
     q(w).running = level;
@@ -105,6 +111,7 @@ struct machine {
   urt::detail::push_token token;
   recorder bells;
   urt::detail::resched_requests resched;
+  urt::detail::stranded_marks marks;  // the workers' scheduling point counts
   std::vector<rt_queue*> queues;
   migrator m;
   std::vector<urt::detail::worker_counters> counters;
@@ -231,6 +238,71 @@ TEST_CASE("balancer: committing to a task waits for the push, then pulls from a 
   CHECK(mc.q(1).rq.empty());
   CHECK(mc.get(mc.counters[0].fallbacks) == 1);
   CHECK(mc.get(mc.counters[0].pulls) == 1);
+}
+
+TEST_CASE(
+    "balancer: a worker found stuck is pulled from at once until it takes a scheduling point") {
+  // Worker 1 runs at 50 and queues three tasks at 40 it never pushes (it
+  // gets no CPU). Worker 0 finds it stuck once, at the first hop's
+  // timeout; each further lowering pulls at once, taking over no hop,
+  // until worker 1 takes a scheduling point, after which worker 0 waits
+  // for the push again.
+  machine mc("core:2 pu:1", migration_mode::push_ipi, std::chrono::microseconds{50});
+  mc.run(1, 50);
+  for (int i = 0; i < 4; ++i) mc.enqueue(1, 40);
+  mc.run(0, 10);
+  mc.b(0).on_lowering(balancer::wait_for_push::yes);
+  CHECK(mc.get(mc.counters[0].fallbacks) == 1);  // waited ipi_timeout, took the hop over
+  CHECK(mc.get(mc.counters[0].pulls) == 1);
+  mc.q(0).pop();  // worker 0 ran the pulled task
+  mc.run(0, 10);
+  mc.b(0).on_lowering(balancer::wait_for_push::yes);
+  CHECK(mc.get(mc.counters[0].fallbacks) == 1);  // no second wait: pulled at once
+  CHECK(mc.get(mc.counters[0].stuck_pulls) == 1);
+  CHECK(mc.get(mc.counters[0].pulls) == 2);
+  mc.q(0).pop();
+  mc.run(0, urt::detail::cpupri::level_idle);  // nothing of its own: before parking, the same
+  const balancer::idle_plan plan = mc.b(0).before_idle();
+  CHECK(plan.pulled);
+  CHECK(mc.get(mc.counters[0].fallbacks) == 1);
+  CHECK(mc.get(mc.counters[0].stuck_pulls) == 2);
+  CHECK(mc.get(mc.counters[0].pulls) == 3);
+  CHECK(mc.q(1).rq.size() == 1);
+  mc.q(0).pop();
+
+  mc.point(1);  // worker 1 reached a scheduling point: it can push again
+  mc.run(0, 10);
+  mc.b(0).on_lowering(balancer::wait_for_push::yes);
+  CHECK(mc.get(mc.counters[0].fallbacks) == 2);  // waited for the push, then took the hop over
+  CHECK(mc.get(mc.counters[0].stuck_pulls) == 2);
+  CHECK(mc.get(mc.counters[0].pulls) == 4);
+  CHECK(mc.q(1).rq.empty());
+}
+
+TEST_CASE("balancer: a worker whose inbox a watcher took in is pulled from before parking") {
+  machine mc("core:3 pu:1", migration_mode::push_ipi);  // ipi_timeout 100 ms: no hop times out
+  mc.run(1, 50);
+  mc.enqueue(1, 40);
+  mc.enqueue(1, 40);
+  mc.b(0).note_stuck(1);  // as worker::idle after take_in_for_peer(1)
+  mc.run(0, urt::detail::cpupri::level_idle);
+  balancer::idle_plan plan = mc.b(0).before_idle();
+  CHECK(plan.pulled);
+  CHECK(mc.get(mc.counters[0].pulls) == 1);
+  CHECK(mc.get(mc.counters[0].stuck_pulls) == 1);
+  CHECK(mc.get(mc.counters[0].fallbacks) == 0);
+  // Another idle worker found nothing stuck: it waits for the token.
+  mc.run(2, urt::detail::cpupri::level_idle);
+  mc.b(2).on_lowering(balancer::wait_for_push::no);
+  plan = mc.b(2).before_idle();
+  CHECK_FALSE(plan.pulled);
+  CHECK(plan.token_check != urt::clock::time_point::max());
+  CHECK(mc.q(1).rq.size() == 1);
+  mc.point(1);
+  mc.q(0).pop();
+  mc.run(0, urt::detail::cpupri::level_idle);
+  plan = mc.b(0).before_idle();
+  CHECK_FALSE(plan.pulled);  // worker 1 took a scheduling point: no longer stuck
 }
 
 TEST_CASE("balancer: a push raises a reschedule request when its target will be late to the task") {
