@@ -16,11 +16,12 @@
 // plus max_fallback_pulls pulls.
 //
 // A stuck worker stays stuck until its next scheduling point: once this
-// worker has found one (it kept a token hop past ipi_timeout, or an idle
-// watcher took its inbox in: note_stuck()), it pulls from it at once, at
-// a lowering or before parking, for as long as that worker's scheduling
-// point count (stranded_marks::points) has not moved, instead of waiting
-// ipi_timeout again for each of its tasks. The count is read relaxed: a
+// worker has found one (it kept a token hop past ipi_timeout, an idle
+// watcher took its inbox in, or this worker claimed a reschedule request
+// for it, which means it was late to an urgent task: note_stuck()), it
+// pulls from it at once, at a lowering or before parking, for as long as
+// that worker's scheduling point count (stranded_marks::points) has not
+// moved, instead of waiting ipi_timeout for a push it cannot make. The count is read relaxed: a
 // stale value only makes one pull wait, or one pull come from a worker
 // that has just resumed, as any pull may.
 #pragma once
@@ -123,8 +124,9 @@ class balancer {
   bool pull_from(unsigned source) noexcept { return pull_one(source); }
 
   /// No lock held: `w` was found stuck (an idle watcher took its inbox in
-  /// for it: stranded.hpp). Until `w` takes a scheduling point, this
-  /// worker pulls from it without waiting for its push (see the top).
+  /// for it: stranded.hpp) or late (this worker claimed a reschedule
+  /// request for it: resched.hpp). Until `w` takes a scheduling point,
+  /// this worker pulls from it without waiting for its push (see the top).
   void note_stuck(unsigned w) noexcept;
 
   /// What an idle worker does about migration before it parks.

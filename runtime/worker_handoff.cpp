@@ -55,6 +55,10 @@ void worker::serve_resched(int level) noexcept {
   // 100 took the whole burst in, 9-12 us, before the pull); w takes the
   // rest in itself.
   shared_.strand_peers->take_in(w, level);
+  // w was late to its urgent task (busy below it, rung, or off its CPU):
+  // until its next scheduling point it pushes nothing, so the rest of a
+  // burst left there is pulled at each lowering, not a hop timeout later.
+  balancer_.note_stuck(w);
   balancer_.pull_from(w);
   q_.lock.lock();
 }

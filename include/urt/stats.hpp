@@ -30,9 +30,10 @@ struct worker_stats {
   std::uint64_t fallbacks = 0;       ///< stuck token hops it took over (ipi_timeout)
   /// inboxes of workers stuck past ipi_timeout that it took in for them
   std::uint64_t take_overs = 0;
-  /// tasks it pulled at once, without waiting ipi_timeout for a push,
-  /// from a worker found stuck before (a stuck hop or inbox) that has
-  /// taken no scheduling point since (also counted in `pulls`)
+  /// tasks it pulled at once, without waiting ipi_timeout for a push, from
+  /// a worker found stuck or late before (a stuck hop or inbox, or a
+  /// reschedule request claimed for it) that has taken no scheduling point
+  /// since (also counted in `pulls`)
   std::uint64_t stuck_pulls = 0;
   /// reschedule requests it claimed: an urgent task queued behind another
   /// worker's running task, pulled here (at most one task per claim)
