@@ -21,9 +21,9 @@
 // for it, which means it was late to an urgent task: note_stuck()), it
 // pulls from it at once, at a lowering or before parking, for as long as
 // that worker's scheduling point count (stranded_marks::points) has not
-// moved, instead of waiting ipi_timeout for a push it cannot make. The count is read relaxed: a
-// stale value only makes one pull wait, or one pull come from a worker
-// that has just resumed, as any pull may.
+// moved, instead of waiting ipi_timeout for a push it cannot make. The
+// count is read relaxed: a stale value only makes one pull wait, or one
+// pull come from a worker that has just resumed, as any pull may.
 #pragma once
 
 #include <atomic>
