@@ -99,6 +99,68 @@ void keep_stepping(urt::runtime& rt, scene& s, const steady_clock::time_point un
   });
 }
 
+// Worker 1 of a two-worker runtime held off its CPU, as the OS does when
+// another thread has it: the calling thread moves to worker 0's CPU (the
+// spawner of urt-peers (e)), worker 1 parks (its first idle spin ends),
+// then a SCHED_FIFO thread spins on worker 1's CPU until release() or
+// `patience` (a failing run ends there, and worker 1 then runs). The
+// kernel still runs a starved fair thread now and then (RT throttling, or
+// the fair server from Linux 6.12): worker_1_ran() tells whether worker 1
+// parked or took a ring since its CPU was taken.
+class worker_1_held {
+ public:
+  explicit worker_1_held(urt::runtime& rt) : rt_(rt) {
+    REQUIRE(::pthread_getaffinity_np(pthread_self(), sizeof(before_), &before_) == 0);
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    CPU_SET(pu(0), &mine);
+    REQUIRE(::pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) == 0);
+    while (rt.stats().workers[1].parks == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    }
+    hog_ = std::thread([this, cpu = pu(1)] {
+      const int err = fifo_on(cpu);
+      error_.store(err);
+      started_.store(true);
+      const auto until = steady_clock::now() + patience;
+      while (err == 0 && !done_.load() && steady_clock::now() < until) {
+      }
+    });
+    while (!started_.load()) std::this_thread::yield();
+    woken_ = woken();
+  }
+  worker_1_held(const worker_1_held&) = delete;
+  worker_1_held& operator=(const worker_1_held&) = delete;
+  ~worker_1_held() { release(); }
+
+  // SCHED_FIFO is not permitted here: nothing holds worker 1.
+  [[nodiscard]] bool refused() const { return error_.load() != 0; }
+  [[nodiscard]] bool worker_1_ran() const { return woken() != woken_; }
+  // Ends the hold and gives the calling thread its CPUs back.
+  void release() {
+    done_.store(true);
+    if (hog_.joinable()) hog_.join();
+    if (pinned_) ::pthread_setaffinity_np(pthread_self(), sizeof(before_), &before_);
+    pinned_ = false;
+  }
+
+ private:
+  [[nodiscard]] int pu(unsigned w) const { return static_cast<int>(rt_.stats().workers[w].pu); }
+  [[nodiscard]] std::uint64_t woken() const {
+    const urt::worker_stats w = rt_.stats().workers[1];
+    return w.parks + w.doorbells;
+  }
+
+  urt::runtime& rt_;
+  cpu_set_t before_{};
+  bool pinned_ = true;
+  std::atomic<bool> done_{false};
+  std::atomic<bool> started_{false};
+  std::atomic<int> error_{0};
+  std::uint64_t woken_ = 0;
+  std::thread hog_;
+};
+
 }  // namespace
 
 TEST_CASE("resched: an urgent spawn behind a running task runs on the worker that steps first") {
@@ -207,45 +269,11 @@ TEST_CASE("resched: a task placed on a worker rung but given no CPU runs on an i
     outcome out;
     urt::runtime rt(o);
     REQUIRE(rt.worker_count() == 2);
-    const auto pu_of = [pus = rt.stats()](unsigned w) {
-      return static_cast<int>(pus.workers[w].pu);
-    };
-    const auto woken_1 = [&rt] {
-      const urt::worker_stats w = rt.stats().workers[1];
-      return w.parks + w.doorbells;
-    };
-    // Worker 1 parks (its first idle spin ends) before its CPU is taken.
-    while (rt.stats().workers[1].parks == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds{1});
-    }
-
-    std::atomic<bool> done{false};
-    std::atomic<bool> started{false};
-    std::atomic<int> hog_error{0};
-    std::thread hog([&] {
-      const int err = fifo_on(pu_of(1));
-      hog_error.store(err);
-      started.store(true);
-      // Bounded: a failing run ends here, and worker 1 then runs its task.
-      const auto until = steady_clock::now() + patience;
-      while (err == 0 && !done.load() && steady_clock::now() < until) {
-      }
-    });
-    while (!started.load()) std::this_thread::yield();
-    if (hog_error.load() != 0) {
-      hog.join();
+    worker_1_held held(rt);
+    if (held.refused()) {
       out.fifo_refused = true;
       return out;
     }
-    const std::uint64_t parked_1 = woken_1();
-    // The spawner runs on worker 0's CPU, as in (e).
-    cpu_set_t before;
-    REQUIRE(::pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0);
-    cpu_set_t mine;
-    CPU_ZERO(&mine);
-    CPU_SET(pu_of(0), &mine);
-    REQUIRE(::pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) == 0);
-
     for (int r = 0; r < 20; ++r) {
       std::latch woke(1);
       rt.spawn({.priority = 1, .affinity = urt::worker_set{0}}, [&] { woke.count_down(); });
@@ -259,14 +287,12 @@ TEST_CASE("resched: a task placed on a worker rung but given no CPU runs on an i
       });
       const bool on_1 = rt.stats().workers[1].accepted > accepted_1;
       ran.wait();
-      if (woken_1() != parked_1) break;  // worker 1 ran: no longer the case under test
+      if (held.worker_1_ran()) break;  // no longer the case under test
       ++out.counted;
       if (on_1) ++out.placed_on_1;
       if (ran_on.load() == 0) ++out.ran_on_0;
     }
-    done.store(true);
-    hog.join();
-    REQUIRE(::pthread_setaffinity_np(pthread_self(), sizeof(before), &before) == 0);
+    held.release();
     rt.stop();
     return out;
   };
@@ -378,44 +404,22 @@ TEST_CASE("resched: an urgent burst onto a worker given no CPU runs on the stepp
   // any more of its own chain (its claim takes the first; its steps after
   // each urgent task take the rest). Worker 1 was late to the first: after
   // the claim worker 0 pulls the rest at each lowering (balancer.hpp), not
-  // after waiting ipi_timeout each for a push worker 1 cannot make. Decided by which worker
-  // ran each, how many chain tasks had run by then, and worker 0's
-  // counters, never by time.
+  // after waiting ipi_timeout each for a push worker 1 cannot make.
+  // Decided by which worker ran each, how many chain tasks had run by then,
+  // and worker 0's counters, never by time.
   urt::runtime_options o;
   if (!on_two_cpus(o)) return;
   urt::runtime rt(o);
   REQUIRE(rt.worker_count() == 2);
-  const auto pu_of = [pus = rt.stats()](unsigned w) { return static_cast<int>(pus.workers[w].pu); };
-  while (rt.stats().workers[1].parks == 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds{1});
-  }
-  std::atomic<bool> done{false};
-  std::atomic<bool> started{false};
-  std::atomic<int> hog_error{0};
-  std::thread hog([&] {
-    const int err = fifo_on(pu_of(1));
-    hog_error.store(err);
-    started.store(true);
-    const auto until = steady_clock::now() + patience;
-    while (err == 0 && !done.load() && steady_clock::now() < until) {
-    }
-  });
-  while (!started.load()) std::this_thread::yield();
-  if (hog_error.load() != 0) {
-    hog.join();
+  worker_1_held held(rt);
+  if (held.refused()) {
     MESSAGE("a SCHED_FIFO thread on worker 1's CPU is not permitted here: not checked");
     return;
   }
-  const std::uint64_t parked_1 = rt.stats().workers[1].parks + rt.stats().workers[1].doorbells;
-  cpu_set_t before;
-  REQUIRE(::pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0);
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
-  CPU_SET(pu_of(0), &mine);
-  REQUIRE(::pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) == 0);
 
   // Worker 0's chain: each task counts itself and spawns the next.
   std::atomic<std::uint64_t> chain{0};
+  std::atomic<bool> done{false};
   std::function<void()> link = [&] {
     const auto end = steady_clock::now() + std::chrono::microseconds{50};  // a bulk task
     while (steady_clock::now() < end) {
@@ -442,12 +446,10 @@ TEST_CASE("resched: an urgent burst onto a worker given no CPU runs on the stepp
   const std::uint64_t placed_on_1 = rt.stats().workers[1].accepted - accepted_1;
   const auto until = steady_clock::now() + patience;
   while (ran.load() < burst && steady_clock::now() < until) std::this_thread::yield();
-  const bool worker_1_ran =
-      rt.stats().workers[1].parks + rt.stats().workers[1].doorbells != parked_1;
+  const bool worker_1_ran = held.worker_1_ran();
   const urt::worker_stats w0_after = rt.stats().workers[0];
   done.store(true);
-  hog.join();
-  REQUIRE(::pthread_setaffinity_np(pthread_self(), sizeof(before), &before) == 0);
+  held.release();
   rt.stop();
   REQUIRE(ran.load() == burst);
   CHECK(placed_on_1 == burst);
