@@ -34,7 +34,9 @@
 //     so one claimer serves each), then takes in for w the nodes of w's
 //     inbox above `level` (nothing below could be pulled, and each node
 //     moved is a miss) and pulls w's most urgent task
-//     (worker::serve_resched). A claim that pulls
+//     (worker::serve_resched); w was late, so until its next scheduling
+//     point the claimer pulls the rest of a burst there at each lowering
+//     (balancer::note_stuck). A claim that pulls
 //     nothing (the owner came first, or the task may run only on w) costs
 //     a look; w still runs the task at its next scheduling point.
 //   - clear(w): w's owner at each scheduling point, before it drains its
