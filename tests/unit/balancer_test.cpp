@@ -242,7 +242,7 @@ TEST_CASE("balancer: committing to a task waits for the push, then pulls from a 
 
 TEST_CASE(
     "balancer: a worker found stuck is pulled from at once until it takes a scheduling point") {
-  // Worker 1 runs at 50 and queues three tasks at 40 it never pushes (it
+  // Worker 1 runs at 50 and queues four tasks at 40 it never pushes (it
   // gets no CPU). Worker 0 finds it stuck once, at the first hop's
   // timeout; each further lowering pulls at once, taking over no hop,
   // until worker 1 takes a scheduling point, after which worker 0 waits
@@ -284,7 +284,7 @@ TEST_CASE("balancer: a worker whose inbox a watcher took in is pulled from befor
   mc.run(1, 50);
   mc.enqueue(1, 40);
   mc.enqueue(1, 40);
-  mc.b(0).note_stuck(1);  // as worker::idle after take_in_for_peer(1)
+  mc.b(0).note_stuck(1);  // as worker::idle after take_in_for_peer(1), or a claim
   mc.run(0, urt::detail::cpupri::level_idle);
   balancer::idle_plan plan = mc.b(0).before_idle();
   CHECK(plan.pulled);
