@@ -138,8 +138,10 @@ balancer::idle_plan balancer::before_idle() noexcept {
   if (cfg_.mode != migration_mode::push_ipi || !parts_.overload.any()) return plan;
   // A worker found stuck before, with no scheduling point since, that
   // queues a task we could run: pull it now, not a hop timeout later.
-  if (const unsigned source = parts_.overload.best_above(cpupri::level_idle, self_);
-      source != overload_mask::none && still_stuck(source) && pull_one(source)) {
+  // Looked at first (two loads), so the mask's scan is made only while one
+  // is noted.
+  if (stuck_ != push_token::none && still_stuck(stuck_) &&
+      parts_.overload.best_above(cpupri::level_idle, self_) == stuck_ && pull_one(stuck_)) {
     worker_counters::bump_relaxed(counters_.stuck_pulls);
     plan.pulled = true;
     return plan;
