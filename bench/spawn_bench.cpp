@@ -68,6 +68,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "urt/executor.hpp"
@@ -367,6 +368,27 @@ urt::runtime& primed_runtime(std::unique_ptr<urt::runtime>& slot, const char* cp
 
 // ---------------------------------------------------------------------------
 
+// One timed batch per iteration; the heap allocations the timed batches made.
+template <class Batch>
+std::uint64_t timed_batches(benchmark::State& state, Batch batch) {
+  std::uint64_t allocs = 0;
+  for (auto _ : state) {
+    const std::uint64_t a0 = allocations();
+    batch();
+    allocs += allocations() - a0;
+  }
+  return allocs;
+}
+
+// tasks_per_batch counting tasks handed to `post` from this thread; returns
+// once all have run.
+template <class Post>
+void counting_batch(Post post) {
+  g_batch.reset();
+  for (std::uint64_t i = 0; i < tasks_per_batch; ++i) post([] { g_batch.hit_shared(); });
+  g_batch.wait();
+}
+
 void local_batch(urt::runtime& rt) {
   g_batch.reset();
   urt::runtime* r = &rt;
@@ -385,12 +407,7 @@ void BM_urt_local_spawn(benchmark::State& state) {
   urt::runtime& rt = primed_runtime(g_local_rt, "0");
   for (int i = 0; i < warmup_batches; ++i) local_batch(rt);
   const std::uint64_t completed_before = settled_completed(rt);
-  std::uint64_t allocs = 0;
-  for (auto _ : state) {
-    const std::uint64_t a0 = allocations();
-    local_batch(rt);
-    allocs += allocations() - a0;
-  }
+  const std::uint64_t allocs = timed_batches(state, [&] { local_batch(rt); });
   // Per batch: the driver and its tasks_per_batch children.
   check_completed(state, rt, completed_before,
                   static_cast<std::uint64_t>(state.iterations()) * (tasks_per_batch + 1));
@@ -398,11 +415,7 @@ void BM_urt_local_spawn(benchmark::State& state) {
 }
 
 void external_batch(urt::runtime& rt) {
-  g_batch.reset();
-  for (std::uint64_t i = 0; i < tasks_per_batch; ++i) {
-    rt.spawn(spec, [] { g_batch.hit_shared(); });
-  }
-  g_batch.wait();
+  counting_batch([&](auto task) { rt.spawn(spec, std::move(task)); });
 }
 
 // NOLINTNEXTLINE(readability-identifier-naming): Google Benchmark naming
@@ -411,23 +424,14 @@ void BM_urt_external_spawn(benchmark::State& state) {
   urt::runtime& rt = primed_runtime(g_external_rt, "0-1");
   for (int i = 0; i < warmup_batches; ++i) external_batch(rt);
   const std::uint64_t completed_before = settled_completed(rt);
-  std::uint64_t allocs = 0;
-  for (auto _ : state) {
-    const std::uint64_t a0 = allocations();
-    external_batch(rt);
-    allocs += allocations() - a0;
-  }
+  const std::uint64_t allocs = timed_batches(state, [&] { external_batch(rt); });
   check_completed(state, rt, completed_before,
                   static_cast<std::uint64_t>(state.iterations()) * tasks_per_batch);
   report(state, allocs, "allocs/spawn");
 }
 
 void asio_batch(asio::thread_pool& pool) {
-  g_batch.reset();
-  for (std::uint64_t i = 0; i < tasks_per_batch; ++i) {
-    asio::post(pool, [] { g_batch.hit_shared(); });
-  }
-  g_batch.wait();
+  counting_batch([&](auto task) { asio::post(pool, std::move(task)); });
 }
 
 // NOLINTNEXTLINE(readability-identifier-naming): Google Benchmark naming
@@ -436,21 +440,12 @@ void BM_asio_thread_pool_post(benchmark::State& state) {
   if (!g_pool) g_pool = std::make_unique<asio::thread_pool>(2);
   asio::thread_pool& pool = *g_pool;
   for (int i = 0; i < warmup_batches; ++i) asio_batch(pool);
-  std::uint64_t allocs = 0;
-  for (auto _ : state) {
-    const std::uint64_t a0 = allocations();
-    asio_batch(pool);
-    allocs += allocations() - a0;
-  }
+  const std::uint64_t allocs = timed_batches(state, [&] { asio_batch(pool); });
   report(state, allocs, "allocs/post");
 }
 
 void executor_batch(const urt::executor& ex) {
-  g_batch.reset();
-  for (std::uint64_t i = 0; i < tasks_per_batch; ++i) {
-    asio::post(ex, [] { g_batch.hit_shared(); });
-  }
-  g_batch.wait();
+  counting_batch([&](auto task) { asio::post(ex, std::move(task)); });
 }
 
 // NOLINTNEXTLINE(readability-identifier-naming): Google Benchmark naming
@@ -460,23 +455,14 @@ void BM_urt_executor_post(benchmark::State& state) {
   const urt::executor ex = rt.executor(spec);
   for (int i = 0; i < warmup_batches; ++i) executor_batch(ex);
   const std::uint64_t completed_before = settled_completed(rt);
-  std::uint64_t allocs = 0;
-  for (auto _ : state) {
-    const std::uint64_t a0 = allocations();
-    executor_batch(ex);
-    allocs += allocations() - a0;
-  }
+  const std::uint64_t allocs = timed_batches(state, [&] { executor_batch(ex); });
   check_completed(state, rt, completed_before,
                   static_cast<std::uint64_t>(state.iterations()) * tasks_per_batch);
   report(state, allocs, "allocs/post");
 }
 
 void io_batch(asio::io_context& io) {
-  g_batch.reset();
-  for (std::uint64_t i = 0; i < tasks_per_batch; ++i) {
-    asio::post(io, [] { g_batch.hit_shared(); });
-  }
-  g_batch.wait();
+  counting_batch([&](auto task) { asio::post(io, std::move(task)); });
 }
 
 // NOLINTNEXTLINE(readability-identifier-naming): Google Benchmark naming
@@ -484,12 +470,7 @@ void BM_asio_io_context_post(benchmark::State& state) {
   keep_only(executor_kind::asio_io);
   if (!g_io) g_io = std::make_unique<io_pool>();
   for (int i = 0; i < warmup_batches; ++i) io_batch(g_io->io);
-  std::uint64_t allocs = 0;
-  for (auto _ : state) {
-    const std::uint64_t a0 = allocations();
-    io_batch(g_io->io);
-    allocs += allocations() - a0;
-  }
+  const std::uint64_t allocs = timed_batches(state, [&] { io_batch(g_io->io); });
   report(state, allocs, "allocs/post");
 }
 
@@ -524,12 +505,7 @@ template <class Executor>
 void run_defer_chain(benchmark::State& state, const Executor& ex) {
   defer_chain<Executor> chain{ex};
   for (int i = 0; i < warmup_batches; ++i) chain.run();
-  std::uint64_t allocs = 0;
-  for (auto _ : state) {
-    const std::uint64_t a0 = allocations();
-    chain.run();
-    allocs += allocations() - a0;
-  }
+  const std::uint64_t allocs = timed_batches(state, [&] { chain.run(); });
   report(state, allocs, "allocs/post");
 }
 
@@ -614,12 +590,7 @@ void external_spawn_io(benchmark::State& state, std::chrono::nanoseconds interva
   for (int i = 0; i < warmup_batches; ++i) external_batch(rt);
   const std::uint64_t completed_before = settled_completed(rt);
   const std::uint64_t polls_before = rt.stats().total().io_polls;
-  std::uint64_t allocs = 0;
-  for (auto _ : state) {
-    const std::uint64_t a0 = allocations();
-    external_batch(rt);
-    allocs += allocations() - a0;
-  }
+  const std::uint64_t allocs = timed_batches(state, [&] { external_batch(rt); });
   check_completed(state, rt, completed_before,
                   static_cast<std::uint64_t>(state.iterations()) * tasks_per_batch);
   const auto tasks = static_cast<double>(static_cast<std::uint64_t>(state.iterations()) * tasks_per_batch);

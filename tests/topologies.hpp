@@ -12,9 +12,11 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <latch>
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "urt/runtime.hpp"
@@ -179,6 +181,25 @@ class counter {
 
  private:
   std::atomic<int> n_{0};
+};
+
+/// Holds worker 0 in one task at `p` until open(): the task spins on a flag
+/// and takes no scheduling point, so what is spawned meanwhile waits in
+/// worker 0's inbox or run queue.
+class worker_0_hold {
+ public:
+  void occupy(urt::runtime& rt, urt::priority_t p = 99) {
+    rt.spawn({.priority = p, .affinity = urt::worker_set{0}}, [this] {
+      started_.count_down();
+      while (!open_.load()) std::this_thread::yield();
+    });
+    started_.wait();
+  }
+  void open() { open_.store(true); }
+
+ private:
+  std::atomic<bool> open_{false};
+  std::latch started_{1};
 };
 
 }  // namespace urt_test

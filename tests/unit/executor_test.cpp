@@ -48,20 +48,6 @@ struct seen {
 
 seen here() { return {urt::this_task::priority(), urt::this_task::worker_id()}; }
 
-// Holds worker 0 in a task at `p` until open().
-struct hold {
-  std::atomic<bool> open_{false};
-  std::latch started{1};
-  void occupy(urt::runtime& rt, urt::priority_t p = 99) {
-    rt.spawn({.priority = p, .affinity = urt::worker_set{0}}, [this] {
-      started.count_down();
-      while (!open_.load()) std::this_thread::yield();
-    });
-    started.wait();
-  }
-  void open() { open_.store(true); }
-};
-
 }  // namespace
 
 TEST_CASE("executor: post, dispatch, defer and bind_executor run at its priority on an allowed worker") {
@@ -319,7 +305,7 @@ TEST_CASE("executor: with the worker held busy, completions and spawns queued me
   urt::net::steady_timer t10(rt.executor({.priority = 10}));
   urt::net::steady_timer t30(rt.executor({.priority = 30}));
   urt::net::steady_timer t50(rt.executor({.priority = 50}));
-  hold h;
+  urt_test::worker_0_hold h;
   h.occupy(rt);
   for (auto* t : {&t10, &t30, &t50}) {
     t->expires_after(0s);  // due at once: each completion waits for the worker

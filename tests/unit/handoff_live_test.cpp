@@ -16,27 +16,9 @@
 #include "../topologies.hpp"
 #include "urt/urt.hpp"
 
-namespace {
-
-// Holds worker 0 in a task until open() (the task waits at its preemption point).
-struct hold {
-  std::atomic<bool> open_{false};
-  std::latch started{1};
-  void occupy(urt::runtime& rt, urt::priority_t p = 99) {
-    rt.spawn({.priority = p, .affinity = urt::worker_set{0}}, [this] {
-      started.count_down();
-      while (!open_.load()) std::this_thread::yield();
-    });
-    started.wait();
-  }
-  void open() { open_.store(true); }
-};
-
-}  // namespace
-
 TEST_CASE("handoff: an urgent remote spawn behind thousands of pending ones runs first") {
   urt::runtime rt(urt_test::synthetic_workers(1));
-  hold h;
+  urt_test::worker_0_hold h;
   h.occupy(rt);
   std::atomic<unsigned> next{0};
   std::atomic<unsigned> urgent_at{~0U};
