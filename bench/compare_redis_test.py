@@ -218,8 +218,13 @@ def wait_gone(pids, limit=20):
     return [p for p in pids if alive(p)]
 
 
-def check_layout(cr, name, doc):
-    """One layout's figures in the JSON: every number there, every server stopped."""
+def check_layout(cr, name, doc, rounds):
+    """One layout's figures in the JSON: every number there, each phase's
+    rounds, every server stopped."""
+    for phase in ("alone_rounds", "loaded_rounds"):
+        for k in cr.SERVERS:
+            got = len(doc.get(phase, {}).get(k, []))
+            check(got == rounds, f"{name}: {phase} of {k}: {got} rounds, not {rounds}")
     for phase, tests in (("alone", cr.ALONE_TESTS), ("loaded", cr.LOAD_TESTS)):
         for k in cr.SERVERS:
             rows = doc[phase].get(k, {})
@@ -265,7 +270,8 @@ def test_quick(script, kv):
               "redis-server's version in the header")
         with open(out_json) as f:
             doc = json.load(f)
-        check(doc["config"]["keys"] == 10000 and doc["config"]["quick"], "the quick config")
+        check(doc["config"]["keys"] == 10000 and doc["config"]["quick"]
+              and doc["config"]["rounds"] == 1, "the quick config")
         layouts = doc.get("layouts", {})
         if cr.cpus() >= 2:
             check(sorted(layouts) == ["shared", "split"], f"both layouts ran: {sorted(layouts)}")
@@ -278,7 +284,7 @@ def test_quick(script, kv):
                   f"split layout: disjoint server and client CPUs: {split.get('server_cpus')} / "
                   f"{split.get('client_cpus')}")
         for name, result in layouts.items():
-            check_layout(cr, name, result)
+            check_layout(cr, name, result, doc["config"]["rounds"])
 
     # SIGTERM in the middle: exit 130, every server it started is gone.
     proc = subprocess.Popen([sys.executable, script, "--quick", "--kv", kv],
