@@ -322,3 +322,94 @@ TEST_CASE("report: table rows, ratios and the SVG's series") {
   const std::string json = loadgen::format_json(r);
   CHECK(json.find("\"failure\": \"boom\"") != std::string::npos);
 }
+
+namespace {
+
+// A two-server result over `percents`; every point ran, with the given
+// control p99 and bulk/s of urt and the baseline asio, lag p99 10 us.
+loadgen::run_result two_servers(const std::vector<double>& percents, double urt_p99,
+                                double urt_bulk, double asio_p99, double asio_bulk) {
+  loadgen::run_result r;
+  r.baseline = "asio";
+  r.percents = percents;
+  for (const char* name : {"urt", "asio"}) {
+    const bool urt = std::string(name) == "urt";
+    loadgen::server_result s;
+    s.name = name;
+    for (const double p : percents) {
+      loadgen::point_result pr;
+      pr.ran = true;
+      pr.percent = p;
+      pr.bulk_rate = urt ? urt_bulk : asio_bulk;
+      pr.control.samples = 100;
+      pr.control.p99 = urt ? urt_p99 : asio_p99;
+      pr.lag.p99 = 10;
+      s.points.push_back(pr);
+    }
+    r.servers.push_back(s);
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("report: the target is judged at 100% and up, every such point within both bounds") {
+  SUBCASE("met: p99 a tenth, bulk at 80%, below-saturation points not looked at") {
+    loadgen::run_result r = two_servers({50, 100, 120}, 100, 800, 1000, 1000);
+    r.servers[0].points[0].control.p99 = 5000;  // 50%: not judged
+    const std::vector<loadgen::target_verdict> v = loadgen::judge_targets(r);
+    REQUIRE(v.size() == 1);
+    CHECK(v[0].server == "urt");
+    REQUIRE(v[0].points.size() == 2);
+    CHECK(v[0].points[0].percent == 100);
+    CHECK(v[0].points[1].percent == 120);
+    CHECK(v[0].met);
+    const std::string table = loadgen::format_table(r);
+    CHECK(table.find("urt: 100% p99 0.10x bulk 0.80x, 120% p99 0.10x bulk 0.80x  -> met") !=
+          std::string::npos);
+    CHECK(table.find("send lag") == std::string::npos);
+    CHECK(loadgen::format_json(r).find("\"server\": \"urt\", \"met\": true") != std::string::npos);
+  }
+  SUBCASE("not met: one point's p99 above a tenth, or its bulk below 80%") {
+    loadgen::run_result r = two_servers({100, 120}, 100, 900, 1000, 1000);
+    r.servers[0].points[1].control.p99 = 101;
+    CHECK_FALSE(loadgen::judge_targets(r)[0].met);
+    loadgen::run_result low_bulk = two_servers({100, 120}, 50, 900, 1000, 1000);
+    low_bulk.servers[0].points[0].bulk_rate = 799;
+    CHECK_FALSE(loadgen::judge_targets(low_bulk)[0].met);
+    CHECK(loadgen::format_table(low_bulk).find("-> NOT met") != std::string::npos);
+    CHECK(loadgen::format_json(low_bulk).find("\"met\": false") != std::string::npos);
+  }
+  SUBCASE("a saturating point either server did not run is not met") {
+    loadgen::run_result r = two_servers({100, 120}, 50, 900, 1000, 1000);
+    r.servers[1].points[1].ran = false;
+    const std::vector<loadgen::target_verdict> v = loadgen::judge_targets(r);
+    CHECK_FALSE(v[0].points[1].ran);
+    CHECK_FALSE(v[0].met);
+    CHECK(loadgen::format_table(r).find("120% not run  -> NOT met") != std::string::npos);
+  }
+  SUBCASE("no saturating point: nothing to judge, not met") {
+    const loadgen::run_result r = two_servers({10, 50}, 50, 900, 1000, 1000);
+    const std::vector<loadgen::target_verdict> v = loadgen::judge_targets(r);
+    REQUIRE(v.size() == 1);
+    CHECK(v[0].points.empty());
+    CHECK_FALSE(v[0].met);
+    CHECK(loadgen::format_table(r).find("urt: no point at 100% or above: nothing to judge") !=
+          std::string::npos);
+  }
+  SUBCASE("the client's own lag at half the control p99 or more is named") {
+    loadgen::run_result r = two_servers({100, 120}, 50, 900, 1000, 1000);
+    r.servers[0].points[1].lag.p99 = 25;  // half of 50
+    const std::vector<loadgen::target_verdict> v = loadgen::judge_targets(r);
+    CHECK_FALSE(v[0].points[0].client_bound);
+    CHECK(v[0].points[1].client_bound);
+    CHECK(loadgen::format_table(r).find("urt: at 120% the client's own send lag p99") !=
+          std::string::npos);
+  }
+  SUBCASE("no baseline in the results: no verdict") {
+    loadgen::run_result r = two_servers({100}, 50, 900, 1000, 1000);
+    r.baseline = "redis";
+    CHECK(loadgen::judge_targets(r).empty());
+    CHECK(loadgen::format_table(r).find("target (reported") == std::string::npos);
+  }
+}

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string_view>
+#include <utility>
 
 namespace loadgen {
 namespace {
@@ -90,6 +91,37 @@ latency_summary summarize(std::vector<std::int64_t>& ns) {
   return s;
 }
 
+std::vector<target_verdict> judge_targets(const run_result& r) {
+  std::vector<target_verdict> out;
+  const server_result* b = find(r, r.baseline);
+  if (b == nullptr) return out;
+  for (const server_result& s : r.servers) {
+    if (&s == b) continue;
+    target_verdict v;
+    v.server = s.name;
+    bool all = true;
+    for (std::size_t i = 0; i < r.percents.size(); ++i) {
+      if (r.percents[i] < saturating_percent) continue;
+      target_point tp;
+      tp.percent = r.percents[i];
+      const point_result* p = i < s.points.size() ? &s.points[i] : nullptr;
+      const point_result* bp = i < b->points.size() ? &b->points[i] : nullptr;
+      tp.ran = p != nullptr && bp != nullptr && p->ran && bp->ran && bp->control.p99 > 0 &&
+               bp->bulk_rate > 0;
+      if (tp.ran) {
+        tp.p99_ratio = p->control.p99 / bp->control.p99;
+        tp.bulk_ratio = p->bulk_rate / bp->bulk_rate;
+        tp.client_bound = p->control.p99 > 0 && p->lag.p99 >= p->control.p99 / 2;
+      }
+      all = all && tp.ran && tp.p99_ratio <= target_p99_ratio && tp.bulk_ratio >= target_bulk_ratio;
+      v.points.push_back(tp);
+    }
+    v.met = !v.points.empty() && all;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
 std::string format_table(const run_result& r) {
   std::string out;
   out += fmt("bulk: %s on %u connections, open loop; control: PING and GET alternating on %u "
@@ -149,6 +181,41 @@ std::string format_table(const run_result& r) {
       out += line + "\n";
     }
   }
+  const std::vector<target_verdict> verdicts = judge_targets(r);
+  if (!verdicts.empty()) {
+    out += fmt(
+        "\ntarget (reported, not asserted): under saturating bulk load (%s and up), control p99 at "
+        "most %.2gx %s's and bulk/s at least %.2gx %s's\n",
+        percent_label(saturating_percent).c_str(), target_p99_ratio, base.c_str(),
+        target_bulk_ratio, base.c_str());
+  }
+  for (const target_verdict& v : verdicts) {
+    out += fmt("  %s:", v.server.c_str());
+    if (v.points.empty()) {
+      out += fmt(" no point at %s or above: nothing to judge\n",
+                 percent_label(saturating_percent).c_str());
+      continue;
+    }
+    std::string client_bound;
+    for (std::size_t i = 0; i < v.points.size(); ++i) {
+      const target_point& tp = v.points[i];
+      out += fmt("%s %s", i == 0 ? "" : ",", percent_label(tp.percent).c_str());
+      out += tp.ran ? fmt(" p99 %.2fx bulk %.2fx", tp.p99_ratio, tp.bulk_ratio)
+                    : std::string(" not run");
+      if (tp.client_bound) {
+        if (!client_bound.empty()) client_bound += ", ";
+        client_bound += percent_label(tp.percent);
+      }
+    }
+    out += v.met ? "  -> met\n" : "  -> NOT met\n";
+    if (!client_bound.empty()) {
+      out +=
+          fmt("  %s: at %s the client's own send lag p99 is at least half its control p99: "
+              "the figure is largely the client's (with a CPU of its own, --spin-us keeps its "
+              "wake-ups out)\n",
+              v.server.c_str(), client_bound.c_str());
+    }
+  }
   return out;
 }
 
@@ -193,7 +260,23 @@ std::string format_json(const run_result& r) {
     o += "      ]\n    }";
     o += k + 1 < r.servers.size() ? ",\n" : "\n";
   }
-  o += "  ]\n}\n";
+  o += "  ],\n  \"targets\": [";
+  const std::vector<target_verdict> verdicts = judge_targets(r);
+  for (std::size_t k = 0; k < verdicts.size(); ++k) {
+    const target_verdict& v = verdicts[k];
+    o += std::string(k == 0 ? "\n" : ",\n") + "    {\"server\": " + json_string(v.server) +
+         ", \"met\": " + (v.met ? "true" : "false") + ", \"points\": [";
+    for (std::size_t i = 0; i < v.points.size(); ++i) {
+      const target_point& tp = v.points[i];
+      o += std::string(i == 0 ? "" : ", ") + "{\"percent\": " + json_number(tp.percent) +
+           ", \"ran\": " + (tp.ran ? "true" : "false") +
+           ", \"p99_ratio\": " + (tp.ran ? json_number(tp.p99_ratio) : "null") +
+           ", \"bulk_ratio\": " + (tp.ran ? json_number(tp.bulk_ratio) : "null") +
+           ", \"client_bound\": " + (tp.client_bound ? "true" : "false") + "}";
+    }
+    o += "]}";
+  }
+  o += verdicts.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return o;
 }
 

@@ -56,7 +56,31 @@ struct run_result {
   std::vector<server_result> servers;  ///< in display order
 };
 
-/// The aligned table (and the lines above it that say how it was measured).
+/// The target for one server against the baseline, judged at the
+/// saturating points (100% of the baseline's capacity and up): control p99
+/// at most a tenth of the baseline's and bulk/s at least 80% of its.
+struct target_point {
+  double percent = 0;
+  bool ran = false;           ///< both servers measured this point
+  double p99_ratio = 0;       ///< control p99 over the baseline's
+  double bulk_ratio = 0;      ///< bulk/s over the baseline's
+  bool client_bound = false;  ///< the client's own send lag p99 is at least half the control p99
+};
+struct target_verdict {
+  std::string server;
+  std::vector<target_point> points;  ///< the saturating points, in sweep order
+  bool met = false;                  ///< points is not empty and every one ran and met both bounds
+};
+inline constexpr double target_p99_ratio = 0.1;
+inline constexpr double target_bulk_ratio = 0.8;
+inline constexpr double saturating_percent = 100;
+
+/// The verdict for every server but the baseline (none when the baseline is
+/// missing from the results).
+[[nodiscard]] std::vector<target_verdict> judge_targets(const run_result& r);
+
+/// The aligned table (and the lines above it that say how it was measured),
+/// then the targets' lines.
 [[nodiscard]] std::string format_table(const run_result& r);
 
 [[nodiscard]] std::string format_json(const run_result& r);
