@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -61,6 +62,19 @@ std::string json_string(std::string_view s) {
 
 std::string json_number(double v) { return std::isfinite(v) ? fmt("%.6g", v) : "null"; }
 
+// Control p99 and bulk/s of `p` over the baseline's `bp` at the same
+// point: when both ran and the baseline's figures are positive.
+struct ratios {
+  double p99 = 0, bulk = 0;
+};
+std::optional<ratios> over_baseline(const point_result* p, const point_result* bp) {
+  if (p == nullptr || bp == nullptr || !p->ran || !bp->ran || bp->control.p99 <= 0 ||
+      bp->bulk_rate <= 0) {
+    return std::nullopt;
+  }
+  return ratios{p->control.p99 / bp->control.p99, p->bulk_rate / bp->bulk_rate};
+}
+
 const server_result* find(const run_result& r, const std::string& name) {
   for (const server_result& s : r.servers) {
     if (s.name == name) return &s;
@@ -106,11 +120,10 @@ std::vector<target_verdict> judge_targets(const run_result& r) {
       tp.percent = r.percents[i];
       const point_result* p = i < s.points.size() ? &s.points[i] : nullptr;
       const point_result* bp = i < b->points.size() ? &b->points[i] : nullptr;
-      tp.ran = p != nullptr && bp != nullptr && p->ran && bp->ran && bp->control.p99 > 0 &&
-               bp->bulk_rate > 0;
-      if (tp.ran) {
-        tp.p99_ratio = p->control.p99 / bp->control.p99;
-        tp.bulk_ratio = p->bulk_rate / bp->bulk_rate;
+      if (const std::optional<ratios> q = over_baseline(p, bp)) {
+        tp.ran = true;
+        tp.p99_ratio = q->p99;
+        tp.bulk_ratio = q->bulk;
         tp.client_bound = p->control.p99 > 0 && p->lag.p99 >= p->control.p99 / 2;
       }
       all = all && tp.ran && tp.p99_ratio <= target_p99_ratio && tp.bulk_ratio >= target_bulk_ratio;
@@ -172,9 +185,9 @@ std::string format_table(const run_result& r) {
               pad_left(us(p.control.p99), 9) + pad_left(us(p.control.p999), 9) + pad_left(us(p.control.max), 9) +
               pad_left(us(p.lag.p99), 9) + pad_left(fmt("%llu", static_cast<unsigned long long>(p.control_errors + p.bulk_errors)), 8);
       const point_result* bp = b != nullptr && &s != b ? &b->points[i] : nullptr;
-      if (bp != nullptr && bp->ran && bp->control.p99 > 0 && bp->bulk_rate > 0) {
-        line += pad_left(fmt("%.2f", p.control.p99 / bp->control.p99), ratio_w + 2) +
-                pad_left(fmt("%.2f", p.bulk_rate / bp->bulk_rate), ratio_w + 2);
+      if (const std::optional<ratios> q = over_baseline(&p, bp)) {
+        line += pad_left(fmt("%.2f", q->p99), ratio_w + 2) +
+                pad_left(fmt("%.2f", q->bulk), ratio_w + 2);
       } else {
         line += pad_left("-", ratio_w + 2) + pad_left("-", ratio_w + 2);
       }
