@@ -182,6 +182,25 @@ TEST_CASE("options: defaults and values") {
   CHECK(loadgen::server_threads(t) == 2);
 }
 
+TEST_CASE("options: the client busy-polls by default only with CPUs apart from the servers'") {
+  const auto spin = [](std::initializer_list<const char*> a) {
+    return loadgen::client_spin_us(loadgen::parse_options(args(a)));
+  };
+  CHECK(spin({}) == 0);  // nothing pinned: spinning could take a server's CPU
+  CHECK(spin({"--server=x", "--server-cpus=0", "--client-cpus=1"}) == loadgen::spin_always);
+  CHECK(spin({"--server=x", "--server-cpus=0-1", "--client-cpus=2-3"}) == loadgen::spin_always);
+  CHECK(spin({"--server=x", "--server-cpus=0-1", "--client-cpus=1-2"}) == 0);  // CPU 1 shared
+  CHECK(spin({"--server=x", "--server-cpus=0"}) == 0);  // the client may run on CPU 0
+  CHECK(spin({"--client-cpus=1"}) == 0);                // the servers' CPUs unknown
+  // Given, --spin-us wins either way; auto is the default's own name.
+  CHECK(spin({"--server=x", "--server-cpus=0", "--client-cpus=1", "--spin-us=0"}) == 0);
+  CHECK(spin({"--server=x", "--server-cpus=0", "--client-cpus=1", "--spin-us=200"}) == 200);
+  CHECK(spin({"--spin-us=always"}) == loadgen::spin_always);
+  CHECK(spin({"--spin-us=200", "--spin-us=auto"}) == 0);
+  CHECK(spin({"--server=x", "--server-cpus=0", "--client-cpus=1", "--spin-us", "auto"}) ==
+        loadgen::spin_always);
+}
+
 TEST_CASE("options: every bad value names the flag and the value") {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
       {{"--points=10,abc"}, "--points: \"10,abc\""},
@@ -203,7 +222,10 @@ TEST_CASE("options: every bad value names the flag and the value") {
       {{"--control-rate=0"}, "--control-rate: \"0\""},
       {{"--keys=-3"}, "--keys: \"-3\""},
       {{"--client-priority=100"}, "--client-priority: \"100\""},
-      {{"--spin-us=-1"}, "--spin-us: \"-1\""},
+      {{"--spin-us=-1"}, "--spin-us: \"-1\" is not auto, always or an integer in 0..10000000"},
+      {{"--spin-us=10000001"}, "--spin-us: \"10000001\""},
+      {{"--spin-us=never"}, "--spin-us: \"never\""},
+      {{"--spin-us="}, "--spin-us: \"\""},
       {{"--target=redis"}, "--target: \"redis\" is not NAME=HOST:PORT"},
       {{"--target=a b=h:1"}, "--target: \"a b=h:1\""},
       {{"--target=r=h:0"}, "--target: \"0\""},
@@ -405,6 +427,12 @@ TEST_CASE("report: the target is judged at 100% and up, every such point within 
     CHECK(v[0].points[1].client_bound);
     CHECK(loadgen::format_table(r).find("urt: at 120% the client's own send lag p99") !=
           std::string::npos);
+    // A sleeping client is told how to keep its wake-ups out; one that
+    // busy-polled already is not.
+    CHECK(loadgen::format_table(r).find("--spin-us always") != std::string::npos);
+    r.client_spun = true;
+    CHECK(loadgen::format_table(r).find("--spin-us always") == std::string::npos);
+    CHECK(loadgen::format_table(r).find("it never slept") != std::string::npos);
   }
   SUBCASE("no baseline in the results: no verdict") {
     loadgen::run_result r = two_servers({100}, 50, 900, 1000, 1000);

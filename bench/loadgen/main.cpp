@@ -227,7 +227,11 @@ struct connection {
 class session {
  public:
   session(const options& o, unsigned bulk_conns, std::string host, std::uint16_t port)
-      : o_(o), bulk_conns_(bulk_conns), host_(std::move(host)), port_(port) {
+      : o_(o),
+        spin_us_(client_spin_us(o)),
+        bulk_conns_(bulk_conns),
+        host_(std::move(host)),
+        port_(port) {
     if (o.bulk == bulk_command::work) {
       append_command(bulk_request_, {"WORK", std::to_string(o.work_us)});
     } else {
@@ -494,7 +498,8 @@ class session {
       check_progress(now);
       // --spin-us: close to the next send, poll instead of sleeping (no
       // wake-up latency, for the sends nor for the replies).
-      const bool spin = o_.spin_us != 0 && wake - now <= std::chrono::microseconds(o_.spin_us);
+      const bool spin = spin_us_ == spin_always ||
+                        (spin_us_ != 0 && wake - now <= std::chrono::microseconds(spin_us_));
       if (!spin) arm(wake);
       const int n = ::epoll_wait(ep_, events.data(), static_cast<int>(events.size()), spin ? 0 : 100);
       if (n < 0) {
@@ -520,6 +525,7 @@ class session {
   }
 
   const options& o_;
+  const std::uint32_t spin_us_;  // client_spin_us(o_)
   unsigned bulk_conns_;
   std::string host_;
   std::uint16_t port_;
@@ -833,13 +839,18 @@ int run(options& o) {
     res.client += " at SCHED_FIFO ";
     res.client += std::to_string(o.client_priority);
   }
-  if (o.spin_us == 0) {
+  const std::uint32_t spin = client_spin_us(o);
+  res.client_spun = spin == spin_always;
+  if (spin == 0) {
     res.client += ", sleeping until each send";
+  } else if (spin == spin_always) {
+    res.client += ", busy-polling (never sleeping)";
   } else {
     res.client += ", busy-polling within ";
-    res.client += std::to_string(o.spin_us);
+    res.client += std::to_string(spin);
     res.client += " us of a send";
   }
+  if (!o.spin_us) res.client += " (--spin-us auto)";
   res.client += "; servers on CPUs ";
   res.client += join_cpus(o.server_cpus.empty() ? allowed : o.server_cpus);
   // Display order: as given (--modes, then --target), the baseline wherever it is.

@@ -117,8 +117,10 @@ const char* usage_text() noexcept {
          "  --control-rate R       requests/s per control connection, (0..100000] (default 1000)\n"
          "  --keys N               keys SET before the run and read by GET, 1..1000000 (default 100)\n"
          "  --timeout S            a reply missing this long is an error, (0..3600] (default 5)\n"
-         "  --spin-us N            busy-poll (no sleep) when the next send is at most N us away,\n"
-         "                         0..10000000 (default 0: sleep); for a client with CPUs of its own\n"
+         "  --spin-us auto|always|N  busy-poll (no sleep) when the next send is at most N us\n"
+         "                         away, 0..10000000 (0: sleep until each send), or always;\n"
+         "                         auto (default): always when --client-cpus and --server-cpus\n"
+         "                         are given and share no CPU, else 0\n"
          "output:\n"
          "  --json FILE            every figure as JSON\n"
          "  --svg FILE             control p99 against bulk load, one line per server\n"
@@ -215,7 +217,19 @@ options parse_options(const std::vector<std::string>& args) {
     } else if (name == "--client-priority") {
       o.client_priority = static_cast<int>(integer(flag, value, 1, 99));
     } else if (name == "--spin-us") {
-      o.spin_us = static_cast<std::uint32_t>(integer(flag, value, 0, 10'000'000));
+      if (value == "auto") {
+        o.spin_us.reset();
+      } else if (value == "always") {
+        o.spin_us = spin_always;
+      } else {
+        std::uint64_t v = 0;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+        if (value.empty() || ec != std::errc{} || end != value.data() + value.size() ||
+            v > 10'000'000) {
+          bad(flag, value, "is not auto, always or an integer in 0..10000000");
+        }
+        o.spin_us = static_cast<std::uint32_t>(v);
+      }
     } else if (name == "--bulk") {
       if (value.starts_with("work:")) {
         o.bulk = bulk_command::work;
@@ -254,6 +268,15 @@ options parse_options(const std::vector<std::string>& args) {
   if (!o.server_args.empty() && o.server.empty()) throw usage_error("--server-args: only with --server");
   if (!o.server_cpus.empty() && o.server.empty()) throw usage_error("--server-cpus: only with --server");
   return o;
+}
+
+std::uint32_t client_spin_us(const options& o) noexcept {
+  if (o.spin_us) return *o.spin_us;
+  if (o.client_cpus.empty() || o.server_cpus.empty()) return 0;
+  for (const int c : o.client_cpus) {
+    if (std::find(o.server_cpus.begin(), o.server_cpus.end(), c) != o.server_cpus.end()) return 0;
+  }
+  return spin_always;
 }
 
 std::vector<target> resolve_targets(options& o) {

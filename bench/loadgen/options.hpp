@@ -43,7 +43,9 @@ struct options {
   double capacity_s = 1.0;           ///< measured time of the capacity run
   std::optional<double> capacity;    ///< bulk requests/s taken as 100% (no capacity run)
   double timeout_s = 5.0;            ///< no reply for this long: an error
-  std::uint32_t spin_us = 0;         ///< busy-poll when the next send is this close (0: sleep)
+  /// --spin-us: busy-poll when the next send is this close (0: sleep until
+  /// it; spin_always: never sleep); unset: client_spin_us() decides.
+  std::optional<std::uint32_t> spin_us;
   int client_priority = 0;           ///< SCHED_FIFO priority of the load generator; 0: SCHED_OTHER
   bulk_command bulk = bulk_command::work;
   std::uint32_t work_us = 200;
@@ -56,6 +58,18 @@ struct options {
   std::string svg_path;
   bool help = false;
 };
+
+/// --spin-us always: the client never sleeps.
+inline constexpr std::uint32_t spin_always = 0xffffffff;
+
+/// How close to a send the client busy-polls: --spin-us when given; else
+/// (auto) spin_always when the client and the started servers have CPUs of
+/// their own (--client-cpus and --server-cpus given, none in both), where
+/// a sleeping client would add its own wake-up lag to every send and every
+/// reply of every server and its spinning takes no CPU from them; else 0
+/// (sleep until each send), since spinning would take CPU time the servers
+/// may need.
+[[nodiscard]] std::uint32_t client_spin_us(const options& o) noexcept;
 
 /// The options of argv[1..]; throws usage_error.
 [[nodiscard]] options parse_options(const std::vector<std::string>& args);

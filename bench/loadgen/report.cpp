@@ -224,9 +224,11 @@ std::string format_table(const run_result& r) {
     if (!client_bound.empty()) {
       out +=
           fmt("  %s: at %s the client's own send lag p99 is at least half its control p99: "
-              "the figure is largely the client's (with a CPU of its own, --spin-us keeps its "
-              "wake-ups out)\n",
-              v.server.c_str(), client_bound.c_str());
+              "the figure is largely the client's (%s)\n",
+              v.server.c_str(), client_bound.c_str(),
+              r.client_spun ? "it never slept: its own work or the OS delayed its sends"
+                            : "with a CPU of its own it busy-polls and keeps its wake-ups out: "
+                              "--spin-us always, or --client-cpus apart from --server-cpus");
     }
   }
   return out;
@@ -244,6 +246,7 @@ std::string format_json(const run_result& r) {
   o += "  \"capacity\": " + json_number(r.capacity) + ",\n";
   o += "  \"baseline\": " + json_string(r.baseline) + ",\n";
   o += "  \"client\": " + json_string(r.client) + ",\n";
+  o += std::string("  \"client_busy_polled\": ") + (r.client_spun ? "true" : "false") + ",\n";
   o += "  \"servers\": [\n";
   for (std::size_t k = 0; k < r.servers.size(); ++k) {
     const server_result& s = r.servers[k];

@@ -52,6 +52,7 @@ struct run_result {
   double capacity = 0;           ///< bulk requests/s at 100%
   std::string baseline;
   std::string client;            ///< where the load generator ran, how it waited
+  bool client_spun = false;      ///< it busy-polled all the time (--spin-us always or auto)
   std::vector<double> percents;
   std::vector<server_result> servers;  ///< in display order
 };
