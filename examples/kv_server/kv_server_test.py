@@ -184,7 +184,9 @@ PROTOCOL = [
     # --max-request 1024 (below)
     (b"*2\r\n$4\r\nECHO\r\n$1010\r\n",
      [b"-ERR Protocol error: request bigger than the server's limit of 1024 bytes (--max-request)\r\n"], False),
-    (b"*2\r\n$4\r\nECHO\r\n$5000\r\n", [b"-ERR Protocol error: invalid bulk length\r\n"], False),
+    (b"*2\r\n$4\r\nECHO\r\n$5000\r\n",
+     [b"-ERR Protocol error: a bulk string of 5000 bytes is over the server's limit of 1024 bytes "
+      b"(--max-request)\r\n"], False),
     (b"A" * 2000, [b"-ERR Protocol error: too big inline request\r\n"], False),
     (b"QUIT\r\n", [b"+OK\r\n"], False),
 ]
@@ -683,6 +685,10 @@ def main():
         print(f"--- mode {mode}", flush=True)
         s = Server(binary, mode, "--max-request", "1024", "--idle-timeout", "2", "--metrics-port", "0")
         protocol_table(s.port)
+        # The table's two requests over --max-request, counted apart from
+        # its other protocol errors.
+        oversized = int(info(s.port, "oversized_requests") or -1)
+        check(oversized == 2, f"{mode}: INFO oversized_requests {oversized}, expected 2")
         stuck = robustness(s.port)
         # The idle timeout closes the client that never reads (and any idle one).
         idle = Conn(s.port)

@@ -357,8 +357,7 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
       begin += r.consumed;
       if (r.status == kv::parse_status::empty) continue;
       if (r.status == kv::parse_status::error) {
-        s.counters.add(r.error.find("--max-request") != std::string::npos ? s.counters.oversized
-                                                                           : s.counters.protocol_errors);
+        s.counters.add(r.oversized ? s.counters.oversized : s.counters.protocol_errors);
         kv::reply_error(out, "ERR " + r.error);
         open = !r.fatal;
         continue;

@@ -45,6 +45,13 @@ parse_result fatal_error(std::string message) {
   return {.status = parse_status::error, .consumed = 0, .fatal = true, .error = std::move(message)};
 }
 
+// A request over parse_limits::max_request (--max-request).
+parse_result oversized_error(std::string message) {
+  parse_result r = fatal_error(std::move(message));
+  r.oversized = true;
+  return r;
+}
+
 enum class line_status { ok, incomplete, too_long, bad_end };
 
 // The count after the type byte at data[pos], ending in \r\n: its digits
@@ -147,14 +154,20 @@ parse_result request_parser::parse_multibulk(std::string_view data,
       case line_status::ok: break;
     }
     std::int64_t len = 0;
-    if (!parse_int64(digits, len) || len < 0 ||
-        static_cast<std::uint64_t>(len) > limits_.max_request) {
+    if (!parse_int64(digits, len) || len < 0) {
       return fatal_error("Protocol error: invalid bulk length");
+    }
+    // Redis answers a length over its limit "invalid bulk length"; naming
+    // the limit tells the client's user what to change.
+    if (static_cast<std::uint64_t>(len) > limits_.max_request) {
+      return oversized_error("Protocol error: a bulk string of " + std::to_string(len) +
+                             " bytes is over the server's limit of " +
+                             std::to_string(limits_.max_request) + " bytes (--max-request)");
     }
     const std::size_t end = body + static_cast<std::size_t>(len);  // no overflow: len <= max_request
     if (end + 2 > limits_.max_request) {
-      return fatal_error("Protocol error: request bigger than the server's limit of " +
-                         std::to_string(limits_.max_request) + " bytes (--max-request)");
+      return oversized_error("Protocol error: request bigger than the server's limit of " +
+                             std::to_string(limits_.max_request) + " bytes (--max-request)");
     }
     if (end + 2 > data.size()) return {};
     if (data[end] != '\r' || data[end + 1] != '\n') {

@@ -40,6 +40,7 @@ struct parse_result {
   std::size_t consumed = 0;
   bool fatal = false;
   std::string error;  ///< the whole error reply text, without "-" and CRLF
+  bool oversized = false;  ///< an error because the request is over parse_limits::max_request
 };
 
 /// Limits of one request. Redis's own: 1M arguments, 512 MB per argument;
