@@ -8,7 +8,7 @@
 # per target; fuzz/README.md has the longer runs.
 #
 # Usage: bash cmake/fuzz.sh [SECONDS_PER_TARGET [TARGET...]]
-#   targets: cpulist topology cyclictest_cli resp kv_cli loadgen_cli (default: all)
+#   targets: cpulist topology cyclictest_cli resp kv_cli loadgen_cli runtime_api (default: all)
 #   SECONDS_PER_TARGET 0: no time limit; URT_FUZZ_RUNS=N ends each target
 #   after N inputs (URT_FUZZ_RUNS=1000000 bash cmake/fuzz.sh 0: the longer run)
 set -euo pipefail
@@ -17,7 +17,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds="${1:-20}"
 [[ $# -gt 0 ]] && shift
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(cpulist topology cyclictest_cli resp kv_cli loadgen_cli)
+[[ ${#targets[@]} -gt 0 ]] || targets=(cpulist topology cyclictest_cli resp kv_cli loadgen_cli runtime_api)
 
 printf '\n==================== urt: fuzz build ====================\n'
 start=$SECONDS
@@ -38,8 +38,11 @@ for target in "${targets[@]}"; do
     "$seconds" "${URT_FUZZ_RUNS:-unlimited}"
   runs=()
   [[ -n "${URT_FUZZ_RUNS:-}" ]] && runs=(-runs="$URT_FUZZ_RUNS")
+  # A binary input (runtime_api's) has no dictionary.
+  dict=()
+  [[ -f "fuzz/dict/$target.dict" ]] && dict=(-dict="fuzz/dict/$target.dict")
   if "$binary" -max_total_time="$seconds" "${runs[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
-       -print_final_stats=1 -dict="fuzz/dict/$target.dict" \
+       -print_final_stats=1 "${dict[@]}" \
        -artifact_prefix="$out/artifacts/$target-" "$scratch" "fuzz/corpus/$target" >"$log" 2>&1; then
     grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added|stat::peak_rss_mb)' "$log" || true
     printf '==================== fuzz_%s: passed ====================\n' "$target"
