@@ -214,7 +214,7 @@ void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
     ticket.node_ = nullptr;
     return;
   }
-  // A remote spawn goes through the target's wait-free inbox, even when the
+  // A remote spawn goes through the target's lock-free inbox, even when the
   // target is busy: the task reaches its run queue, where cpupri, the
   // overload mask and migration see it, at the target's next scheduling
   // point (the kernel's remote wake list, without the IPI that cannot

@@ -30,7 +30,7 @@
 //     workers for a push or pull (migrator.hpp).
 //   - the timer queue, the local splice list and the io_context: owner only.
 //   - counters (worker_counters.hpp): each has one writer; anyone may read.
-// Progress: submission is wait-free; the worker blocks only when parked;
+// Progress: submission is lock-free (inbox.hpp); the worker blocks only when parked;
 // a migration waits for at most two queue locks, each held for a few list
 // operations.
 #pragma once
