@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -23,19 +24,27 @@ class depot {
     return d;
   }
   // Fills out[0..n) with free nodes, n <= pool_batch; grows by one chunk
-  // when empty. Throws std::bad_alloc only while growing.
+  // when empty, below pool_cap; 0 when empty at pool_cap. Throws
+  // std::bad_alloc only while growing.
   std::size_t take(task_node** out) {
     std::lock_guard lock(mutex_);
-    if (free_.empty()) grow();
+    if (free_.empty()) {
+      if (at_cap()) return 0;
+      grow();
+    }
     const std::size_t n = std::min(pool_batch, free_.size());
     std::copy(free_.end() - static_cast<std::ptrdiff_t>(n), free_.end(), out);
     free_.resize(free_.size() - n);
     return n;
   }
-  // One free node, for a thread whose magazine is closed; grows as take().
+  // One free node, for a thread whose magazine is closed; grows as take(),
+  // nullptr as take()'s 0.
   task_node* take_one() {
     std::lock_guard lock(mutex_);
-    if (free_.empty()) grow();
+    if (free_.empty()) {
+      if (at_cap()) return nullptr;
+      grow();
+    }
     task_node* node = free_.back();
     free_.pop_back();
     return node;
@@ -47,10 +56,17 @@ class depot {
   }
   depot_shape shape() noexcept {
     std::lock_guard lock(mutex_);
-    return {chunks_.size(), chunks_.capacity(), free_.capacity()};
+    return {chunks_.size(), chunks_.capacity(), free_.capacity(),
+            heap_nodes.load(std::memory_order_relaxed)};
   }
 
+  // Heap nodes made past pool_cap and not released yet (relaxed: a
+  // statistic, read by shape()).
+  std::atomic<std::size_t> heap_nodes{0};
+
  private:
+  [[nodiscard]] bool at_cap() const noexcept { return chunks_.size() * pool_batch >= pool_cap; }
+
   void grow() {
     // Everything that may throw comes first: a failed grow changes nothing
     // but spare capacity. Both lists double when full (amortized O(1) per
@@ -105,13 +121,25 @@ magazine& local() {
   return tls_magazine;
 }
 
+// Past pool_cap: a node of its own, given back to the heap by release().
+task_node* heap_node() {
+  auto* node = new task_node;
+  node->pooled = false;
+  depot::instance().heap_nodes.fetch_add(1, std::memory_order_relaxed);
+  return node;
+}
+
 }  // namespace
 
 task_node* allocate() {
   magazine& m = local();
   if (m.count == 0) {
-    if (m.closed) return depot::instance().take_one();
+    if (m.closed) {
+      task_node* node = depot::instance().take_one();
+      return node != nullptr ? node : heap_node();
+    }
     m.count = depot::instance().take(m.slots);
+    if (m.count == 0) return heap_node();
   }
   task_node* node = m.slots[--m.count];
   if (m.count > 0) {
@@ -126,6 +154,11 @@ task_node* allocate() {
 depot_shape shape() noexcept { return depot::instance().shape(); }
 
 void release(task_node* node) noexcept {
+  if (!node->pooled) {
+    depot::instance().heap_nodes.fetch_sub(1, std::memory_order_relaxed);
+    delete node;
+    return;
+  }
   magazine& m = local();
   if (m.closed) {
     depot::instance().give(&node, 1);

@@ -35,6 +35,7 @@ struct task_node {
   bool migratable = false;  // may run on more than one worker (pushable while queued)
   std::uint8_t group = 0;   // its task group's id (urt::group::id(), < max_groups)
   unsigned queued_on = 0;   // the worker whose run queue holds it (valid while rq.queued())
+  bool pooled = true;       // from the node pool's chunks; false: one heap node (node_pool.hpp)
   task_payload payload;
   // Migratable tasks only: the hook of the pushable list while queued.
   rq_link push;

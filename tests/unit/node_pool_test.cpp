@@ -116,3 +116,39 @@ TEST_CASE("node_pool: a thread_local destructor after the magazine closed gets d
   for (task_node* n : now) pool::release(n);
   for (task_node* n : kept_at_exit) pool::release(n);
 }
+
+TEST_CASE("node_pool: past pool_cap a node comes from the heap and its release frees it") {
+  // The pool keeps what it makes until the process exits, so it stops at
+  // pool_cap: a burst bigger than that leaves pool_cap nodes behind, not all.
+  constexpr std::size_t beyond = 3 * pool::pool_batch + 5;
+  std::vector<task_node*> live;
+  live.reserve(pool::pool_cap + beyond);
+  for (std::size_t i = 0; i < pool::pool_cap + beyond; ++i) live.push_back(pool::allocate());
+  const std::set<task_node*> unique(live.begin(), live.end());
+  CHECK(unique.size() == live.size());
+  const std::size_t from_heap = static_cast<std::size_t>(
+      std::count_if(live.begin(), live.end(), [](const task_node* n) { return !n->pooled; }));
+  const pool::depot_shape full = pool::shape();
+  CHECK(full.chunks == pool::pool_cap / pool::pool_batch);  // grown to the cap, not past it
+  CHECK(full.heap_nodes == from_heap);
+  // Every pooled node is live here, unless another thread's magazine of an
+  // earlier test case in this process holds some: at least `beyond` came
+  // from the heap.
+  CHECK(from_heap >= beyond);
+  CHECK(live.size() - from_heap <= pool::pool_cap);
+  // A heap node is a free node like any other.
+  for (const task_node* n : live) {
+    if (!n->pooled) REQUIRE_FALSE(n->rq.queued());
+  }
+
+  for (task_node* n : live) pool::release(n);
+  const pool::depot_shape after = pool::shape();
+  CHECK(after.heap_nodes == 0);
+  CHECK(after.chunks == full.chunks);
+  // The pool's nodes serve the next spawns again: no heap node while they last.
+  std::vector<task_node*> again;
+  for (std::size_t i = 0; i < 2 * pool::pool_batch; ++i) again.push_back(pool::allocate());
+  CHECK(std::none_of(again.begin(), again.end(), [](const task_node* n) { return !n->pooled; }));
+  CHECK(pool::shape().heap_nodes == 0);
+  for (task_node* n : again) pool::release(n);
+}
