@@ -12,10 +12,11 @@ namespace urt::detail {
 /// may allocate and free, including a thread other than the allocating one.
 /// Steady state touches only the calling thread's magazine; moving a batch
 /// to or from the depot takes one mutex per `pool_batch` nodes; the heap is
-/// used only while the pool grows, and past pool_cap (below). A thread's nodes go back to the depot
-/// when it exits (a spawn from a later thread_local destructor then takes
-/// its node from the depot); the depot is never destroyed, so runtimes of
-/// static storage duration may still spawn and drain during exit.
+/// used only while the pool grows, and past pool_cap (below). A thread's
+/// nodes go back to the depot when it exits (a spawn from a later
+/// thread_local destructor then takes its node from the depot); the depot
+/// is never destroyed, so runtimes of static storage duration may still
+/// spawn and drain during exit.
 namespace node_pool {
 /// Nodes moved between a thread and the depot at once.
 inline constexpr std::size_t pool_batch = 64;
@@ -25,7 +26,7 @@ inline constexpr std::size_t pool_batch = 64;
 /// give is one heap allocation of its own (task_node::pooled false), freed
 /// by its release. A burst of a million queued tasks so costs an
 /// allocation per task beyond this many, and leaves at most this many
-/// nodes behind, not a million (320 MB). Every benchmark batch (2^16
+/// nodes behind, not a million (over 300 MiB). Every benchmark batch (2^16
 /// tasks) fits below it.
 inline constexpr std::size_t pool_cap = std::size_t{1} << 17;
 static_assert(pool_cap % pool_batch == 0);
