@@ -2,7 +2,8 @@
 // The input is split at NUL bytes into arguments (argv[1..]).
 // Checks: a rejection is a loadgen::usage_error with a message (any other
 // exception escapes and is a crash); an accepted command line has every
-// value inside the range --help documents, sorted distinct points, and
+// value inside the range --help documents, sorted distinct points, a
+// client that --spin-us auto lets spin only on CPUs of its own, and
 // targets that resolve_targets() either orders with the baseline first or
 // rejects with a message; every interval the run derives from the rates
 // (1 / --control-rate, connections / the smallest offered rate) converts
@@ -51,7 +52,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!in(o.capacity_s, 0.05, 3600)) fail("--capacity-duration out of range", args);
   if (o.capacity && !(in(*o.capacity, 0, 1e7) && *o.capacity > 0)) fail("--capacity out of range", args);
   if (!(in(o.timeout_s, 0, 3600) && o.timeout_s > 0)) fail("--timeout out of range", args);
-  if (o.spin_us > 10'000'000) fail("--spin-us out of range", args);
+  if (o.spin_us && *o.spin_us > 10'000'000 && *o.spin_us != loadgen::spin_always) {
+    fail("--spin-us out of range", args);
+  }
+  // auto: the client spins only on CPUs that no started server has.
+  if (!o.spin_us && loadgen::client_spin_us(o) != 0) {
+    for (const int c : o.client_cpus) {
+      for (const int s : o.server_cpus) {
+        if (c == s) fail("--spin-us auto spins on a server's CPU", args);
+      }
+    }
+    if (o.client_cpus.empty() || o.server_cpus.empty()) fail("--spin-us auto spins unpinned", args);
+  }
   if (o.client_priority < 0 || o.client_priority > 99) fail("--client-priority out of range", args);
   if (o.bulk == loadgen::bulk_command::work && (o.work_us < 1 || o.work_us > 1'000'000)) {
     fail("--bulk work:US out of range", args);
