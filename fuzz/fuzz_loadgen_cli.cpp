@@ -2,7 +2,8 @@
 // The input is split at NUL bytes into arguments (argv[1..]).
 // Checks: a rejection is a loadgen::usage_error with a message (any other
 // exception escapes and is a crash); an accepted command line has every
-// value inside the range --help documents, sorted distinct points, a
+// value inside the range --help documents (and --rounds x --duration at
+// most an hour), sorted distinct points, a
 // client that --spin-us auto lets spin only on CPUs of its own, and
 // targets that resolve_targets() either orders with the baseline first or
 // rejects with a message; every interval the run derives from the rates
@@ -48,6 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (i > 0 && !(o.points[i - 1] < o.points[i])) fail("--points not sorted and distinct", args);
   }
   if (!in(o.duration_s, 0.05, 3600)) fail("--duration out of range", args);
+  if (o.rounds < 1 || o.rounds > 100) fail("--rounds out of range", args);
+  // Every round's samples are kept: an hour of them per point at most.
+  if (o.rounds * o.duration_s > 3600) fail("--rounds x --duration over an hour", args);
   if (!in(o.warmup_s, 0, 3600)) fail("--warmup out of range", args);
   if (!in(o.capacity_s, 0.05, 3600)) fail("--capacity-duration out of range", args);
   if (o.capacity && !(in(*o.capacity, 0, 1e7) && *o.capacity > 0)) fail("--capacity out of range", args);

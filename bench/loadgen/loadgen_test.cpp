@@ -153,6 +153,7 @@ TEST_CASE("options: defaults and values") {
   const loadgen::options d = loadgen::parse_options({});
   CHECK(d.points == std::vector<double>{10, 25, 50, 75, 90, 100, 120});
   CHECK(d.duration_s == 2.0);
+  CHECK(d.rounds == 3);
   CHECK(d.control_conns == 4);
   CHECK(d.control_rate == 1000);
   CHECK(d.bulk == loadgen::bulk_command::work);
@@ -160,14 +161,16 @@ TEST_CASE("options: defaults and values") {
   CHECK(d.bulk_conns == 0);
 
   const loadgen::options o = loadgen::parse_options(
-      args({"--server", "/bin/true", "--server-args=--threads=3 --slice-us 5", "--points=100,10,50.5",
-            "--duration=0.25", "--bulk", "keys:user:*", "--control-rate=250", "--target", "redis=localhost:6379",
-            "--server-cpus=0-1,3", "--json=x.json", "--svg", "x.svg", "--modes=asio"}));
+      args({"--server", "/bin/true", "--server-args=--threads=3 --slice-us 5",
+            "--points=100,10,50.5", "--duration=0.25", "--bulk", "keys:user:*",
+            "--control-rate=250", "--target", "redis=localhost:6379", "--server-cpus=0-1,3",
+            "--json=x.json", "--svg", "x.svg", "--modes=asio", "--rounds", "5"}));
   CHECK(o.server == "/bin/true");
   CHECK(o.server_args == std::vector<std::string>{"--threads=3", "--slice-us", "5"});
   CHECK(loadgen::server_threads(o) == 3);
   CHECK(o.points == std::vector<double>{10, 50.5, 100});
   CHECK(o.duration_s == 0.25);
+  CHECK(o.rounds == 5);
   CHECK(o.bulk == loadgen::bulk_command::keys);
   CHECK(o.keys_pattern == "user:*");
   CHECK(o.control_rate == 250);
@@ -180,6 +183,8 @@ TEST_CASE("options: defaults and values") {
 
   loadgen::options t = loadgen::parse_options(args({"--server=x", "--server-args", "--threads 2"}));
   CHECK(loadgen::server_threads(t) == 2);
+  // An hour of samples per point over all rounds is allowed, exactly.
+  CHECK(loadgen::parse_options(args({"--rounds=2", "--duration=1800"})).rounds == 2);
 }
 
 TEST_CASE("options: the client busy-polls by default only with CPUs apart from the servers'") {
@@ -211,6 +216,14 @@ TEST_CASE("options: every bad value names the flag and the value") {
       {{"--duration=fast"}, "--duration: \"fast\""},
       {{"--duration=nan"}, "--duration: \"nan\""},
       {{"--warmup=-1"}, "--warmup: \"-1\""},
+      {{"--rounds=0"}, "--rounds: \"0\" is not an integer in 1..100"},
+      {{"--rounds=101"}, "--rounds: \"101\""},
+      {{"--rounds=two"}, "--rounds: \"two\""},
+      // Every round's samples are kept: an hour of them per point at most,
+      // whichever flag comes first.
+      {{"--rounds=4", "--duration=901"},
+       "--rounds: 4 rounds of --duration 901 s measure 3604 s per point"},
+      {{"--duration=1800", "--rounds=3"}, "--rounds: 3 rounds of --duration 1800 s"},
       {{"--timeout=0"}, "--timeout: \"0\""},
       {{"--capacity=0"}, "--capacity: \"0\" is not a number in (0..1e+07]"},
       {{"--bulk=work:0"}, "--bulk: \"work:0\""},
@@ -343,6 +356,15 @@ TEST_CASE("report: table rows, ratios and the SVG's series") {
   CHECK(svg.rfind("</svg>\n") == svg.size() - 7);
   const std::string json = loadgen::format_json(r);
   CHECK(json.find("\"failure\": \"boom\"") != std::string::npos);
+  CHECK(json.find("\"rounds\": 1,") != std::string::npos);
+  CHECK(json.find("\"control_p99_us_by_round\": []") != std::string::npos);
+  // Rounds: said above the table, each round's p99 in the JSON.
+  CHECK(table.find("rounds, the servers in turn") == std::string::npos);
+  r.rounds = 2;
+  r.servers[1].points[0].round_p99 = {380, 420};
+  CHECK(loadgen::format_table(r).find("2 rounds, the servers in turn") != std::string::npos);
+  CHECK(loadgen::format_json(r).find("\"control_p99_us_by_round\": [380, 420]") !=
+        std::string::npos);
 }
 
 namespace {

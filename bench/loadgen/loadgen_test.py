@@ -60,6 +60,8 @@ def test_flags(loadgen):
         (["--target=nohostport"], '--target: "nohostport"'),
         (["--target=x=127.0.0.1:70000"], '--target: "70000"'),
         (["--timeout=0", "--server=/bin/true"], '--timeout: "0"'),
+        (["--rounds=0", "--server=/bin/true"], '--rounds: "0"'),
+        (["--rounds=3", "--duration=1500", "--server=/bin/true"], "--rounds: 3 rounds of --duration 1500 s"),
         (["--spin-us=x", "--server=/bin/true"], '--spin-us: "x"'),
         (["--server=/nonexistent/urt-kv"], '--server: "/nonexistent/urt-kv" is not an executable file'),
         (["--server=/bin/true", "--client-cpus=4095"], "--client-cpus: CPU 4095 is not one this process may use"),
@@ -265,6 +267,8 @@ def test_output(svg_path, json_path):
     names = [s["name"] for s in data["servers"]]
     check(sorted(names) == ["asio", "urt"], "json: servers %r" % names)
     check(data["baseline"] == "asio" and data["capacity"] > 0, "json: baseline/capacity")
+    rounds = data["rounds"]
+    check(rounds == 2, "json: rounds %r, the short run asks for 2" % rounds)
     for s in data["servers"]:
         check(s["failure"] is None, "json: %s failed: %s" % (s["name"], s["failure"]))
         check(s["setup_errors"] == 0, "json: %s setup errors" % s["name"])
@@ -276,6 +280,15 @@ def test_output(svg_path, json_path):
             check(p["control"]["samples"] > 0 and p["bulk_sent"] > 0, "json: %s no samples" % s["name"])
             check(p["control"]["p50_us"] <= p["control"]["p99_us"] <= p["control"]["p999_us"]
                   <= p["control"]["max_us"], "json: %s percentiles out of order" % s["name"])
+            # The point pools its rounds' samples: its nearest-rank p99 lies
+            # between the lowest and the highest round's own.
+            by_round = p["control_p99_us_by_round"]
+            check(len(by_round) == rounds and all(v > 0 for v in by_round),
+                  "json: %s %s%%: p99 by round %r" % (s["name"], p["percent"], by_round))
+            if len(by_round) == rounds:
+                check(min(by_round) <= p["control"]["p99_us"] <= max(by_round),
+                      "json: %s %s%%: pooled p99 %r outside its rounds' %r"
+                      % (s["name"], p["percent"], p["control"]["p99_us"], by_round))
 
     root = ET.parse(svg_path).getroot()  # raises on XML that is not well-formed
     check(root.tag == SVG_NS + "svg", "svg: root is %s" % root.tag)

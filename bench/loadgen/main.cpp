@@ -41,17 +41,26 @@
 // queue grows for the whole point, and the achieved bulk/s shows the
 // server's throughput under overload.
 //
+// Rounds. The sweep runs --rounds times (3 by default), the servers taking
+// turns sweep by sweep (each started afresh, keys SET again; the capacity
+// runs only in the first round), and a point's figures are over the
+// samples of all its rounds together: three times the samples for its p99,
+// and a machine whose speed drifts during the run (a shared VM: by 20%
+// within minutes) weighs on every server alike rather than on whichever
+// ran while it was slow. Each round's control p99 is printed as it ends
+// and kept in --json (control_p99_us_by_round).
+//
 // Servers. With --server PATH (urt-kv), each of --modes (default urt,asio)
 // is started in turn as PATH --port 0 --mode M plus --server-args, on
 // --server-cpus when given; its port is read from its "listening on" line;
 // after its points it gets SIGTERM and must exit 0. The baseline runs
-// first (its capacity sets every rate). The load generator is one thread
-// (epoll, a timerfd for the send times; --spin-us: busy-polling instead
-// near a send), on --client-cpus and at SCHED_FIFO --client-priority when
-// given. On a machine with few CPUs the client competes with the server's
-// threads (the lag column shows it): --server-cpus, --client-cpus and
-// --server-args=--threads=N split them, --client-priority lets the client
-// preempt them.
+// first in each round (its capacity sets every rate). The load generator
+// is one thread (epoll, a timerfd for the send times; --spin-us:
+// busy-polling instead near a send), on --client-cpus and at SCHED_FIFO
+// --client-priority when given. On a machine with few CPUs the client
+// competes with the server's threads (the lag column shows it):
+// --server-cpus, --client-cpus and --server-args=--threads=N split them,
+// --client-priority lets the client preempt them.
 //
 // Reading the table. One row per point and server: the offered bulk rate
 // (the same for every server), the bulk replies/s received within the
@@ -92,6 +101,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -703,15 +713,23 @@ void write_file(const std::string& flag, const std::string& path, const std::str
   if (!f) throw failure(flag + ": cannot write \"" + path + "\"");
 }
 
+// One point's samples over the rounds run so far.
+struct pooled_point {
+  tally all;
+  unsigned rounds = 0;
+};
+
 struct runner {
   const options& o;
   unsigned bulk_conns;
   run_result& res;
+  std::map<std::string, std::vector<pooled_point>> pooled;  // by server name, one per point
+  unsigned round = 0;                                       // the round running now, from 0
 
-  point_result run_point(session& s, double percent) {
-    point_result p;
-    p.percent = percent;
-    p.offered = res.capacity * percent / 100.0;
+  // One round of one point: its tally joins the point's pool.
+  void run_point(session& s, server_result& sr, std::size_t i) {
+    point_result& p = sr.points[i];
+    p.offered = res.capacity * p.percent / 100.0;
     phase ph;
     ph.control_interval = ns_of(1.0 / o.control_rate);
     ph.bulk_interval = std::max(ns_of(bulk_conns / p.offered), nanoseconds(1));
@@ -719,16 +737,55 @@ struct runner {
     ph.measure_from = ph.start + ns_of(o.warmup_s);
     ph.stop = ph.measure_from + ns_of(o.duration_s);
     tally t = s.run(ph);
-    p.ran = true;
-    p.bulk_rate = static_cast<double>(t.bulk_in_window) / o.duration_s;
-    p.control = summarize(t.control_ns);
-    p.bulk = summarize(t.bulk_ns);
-    p.lag = summarize(t.lag_ns);
-    p.control_sent = t.control_sent;
-    p.bulk_sent = t.bulk_sent;
-    p.control_errors = t.control_errors;
-    p.bulk_errors = t.bulk_errors;
-    return p;
+    // This round alone, for the progress line and the JSON.
+    std::vector<std::int64_t> control = t.control_ns;
+    const latency_summary alone = summarize(control);
+    p.round_p99.push_back(alone.p99);
+    pooled_point& pp = pooled[sr.name][i];
+    const auto append = [](std::vector<std::int64_t>& to, const std::vector<std::int64_t>& from) {
+      to.insert(to.end(), from.begin(), from.end());
+    };
+    append(pp.all.control_ns, t.control_ns);
+    append(pp.all.bulk_ns, t.bulk_ns);
+    append(pp.all.lag_ns, t.lag_ns);
+    pp.all.control_sent += t.control_sent;
+    pp.all.bulk_sent += t.bulk_sent;
+    pp.all.bulk_in_window += t.bulk_in_window;
+    pp.all.control_errors += t.control_errors;
+    pp.all.bulk_errors += t.bulk_errors;
+    ++pp.rounds;
+    std::fprintf(
+        stderr,
+        "urt-loadgen: %s: %s%g%%: offered %.0f/s, bulk %.0f/s, control p99 %.1f us, %llu errors\n",
+        sr.name.c_str(), round_label().c_str(), p.percent, p.offered,
+        static_cast<double>(t.bulk_in_window) / o.duration_s, alone.p99,
+        static_cast<unsigned long long>(t.control_errors + t.bulk_errors));
+  }
+
+  // The figures of every point of `sr` over the rounds it ran.
+  void summarize_points(server_result& sr) {
+    auto found = pooled.find(sr.name);
+    if (found == pooled.end()) return;
+    for (std::size_t i = 0; i < sr.points.size(); ++i) {
+      pooled_point& pp = found->second[i];
+      if (pp.rounds == 0) continue;
+      point_result& p = sr.points[i];
+      p.ran = true;
+      p.bulk_rate = static_cast<double>(pp.all.bulk_in_window) / (o.duration_s * pp.rounds);
+      p.control = summarize(pp.all.control_ns);
+      p.bulk = summarize(pp.all.bulk_ns);
+      p.lag = summarize(pp.all.lag_ns);
+      p.control_sent = pp.all.control_sent;
+      p.bulk_sent = pp.all.bulk_sent;
+      p.control_errors = pp.all.control_errors;
+      p.bulk_errors = pp.all.bulk_errors;
+    }
+  }
+
+  [[nodiscard]] std::string round_label() const {
+    return o.rounds > 1
+               ? "round " + std::to_string(round + 1) + "/" + std::to_string(o.rounds) + ": "
+               : "";
   }
 
   double measure_capacity(session& s, server_result& sr) {
@@ -759,7 +816,7 @@ struct runner {
     } keep{s, sr};
     s.connect_all();
     sr.setup_errors += s.preload();
-    if (!res.capacity_given) {
+    if (round == 0 && !res.capacity_given) {
       sr.capacity = measure_capacity(s, sr);
       std::fprintf(stderr, "urt-loadgen: %s: capacity %.0f %s/s (closed loop)\n", sr.name.c_str(), sr.capacity,
                    res.bulk_label.c_str());
@@ -768,14 +825,10 @@ struct runner {
         res.capacity = sr.capacity;
       }
     }
-    for (std::size_t i = 0; i < res.percents.size(); ++i) {
+    pooled[sr.name].resize(sr.points.size());
+    for (std::size_t i = 0; i < sr.points.size(); ++i) {
       check_alive(ch);
-      point_result& p = sr.points[i];
-      p = run_point(s, res.percents[i]);
-      std::fprintf(stderr,
-                   "urt-loadgen: %s: %g%%: offered %.0f/s, bulk %.0f/s, control p99 %.1f us, %llu errors\n",
-                   sr.name.c_str(), p.percent, p.offered, p.bulk_rate, p.control.p99,
-                   static_cast<unsigned long long>(p.control_errors + p.bulk_errors));
+      run_point(s, sr, i);
     }
     check_alive(ch);
   }
@@ -828,6 +881,7 @@ int run(options& o) {
   res.warmup_s = o.warmup_s;
   res.capacity_s = o.capacity_s;
   res.timeout_s = o.timeout_s;
+  res.rounds = o.rounds;
   res.capacity_given = o.capacity.has_value();
   res.capacity = o.capacity.value_or(0);
   res.baseline = o.baseline;
@@ -873,37 +927,49 @@ int run(options& o) {
 
   std::fprintf(stderr, "urt-loadgen: %u bulk connections (%s), %u control connections at %g/s each\n", bulk_conns,
                res.bulk_label.c_str(), o.control_conns, o.control_rate);
-  runner r{o, bulk_conns, res};
-  for (const target& t : order) {
-    server_result& sr = result_of(t.name);
-    child ch;
-    bool stop_all = false;
-    try {
-      r.run_server(t, sr, ch);
-    } catch (const failure& f) {
-      sr.failure = f.what();
-      std::fprintf(stderr, "urt-loadgen: %s: %s\n", sr.name.c_str(), f.what());
-      if (t.name == res.baseline && res.capacity <= 0) stop_all = true;
-    } catch (const interrupted&) {
-      if (const std::string m = stop_server(ch); !m.empty()) std::fprintf(stderr, "urt-loadgen: %s\n", m.c_str());
-      std::fprintf(stderr, "urt-loadgen: interrupted\n");
-      return 130;
-    }
-    if (const std::string m = stop_server(ch); !m.empty()) {
-      sr.failure += (sr.failure.empty() ? "" : "; ") + m;
-      std::fprintf(stderr, "urt-loadgen: %s: %s\n", sr.name.c_str(), m.c_str());
-    }
-    if (g_interrupted != 0) {
-      std::fprintf(stderr, "urt-loadgen: interrupted\n");
-      return 130;
-    }
-    if (stop_all) {
-      for (server_result& other : res.servers) {
-        if (other.failure.empty() && &other != &sr) other.failure = "not run: the baseline " + sr.name + " failed";
+  runner r{o, bulk_conns, res, {}, 0};
+  // Round by round, the servers in turn (the baseline first: its capacity,
+  // measured in the first round, sets everyone's offered rates), so that a
+  // drift of the machine over the run falls on every server alike. A server
+  // that fails runs no further round; its points keep the rounds they ran.
+  bool stop_all = false;
+  for (r.round = 0; r.round < o.rounds && !stop_all; ++r.round) {
+    for (const target& t : order) {
+      server_result& sr = result_of(t.name);
+      if (!sr.failure.empty()) continue;
+      child ch;
+      try {
+        r.run_server(t, sr, ch);
+      } catch (const failure& f) {
+        sr.failure = r.round_label() + f.what();
+        std::fprintf(stderr, "urt-loadgen: %s: %s\n", sr.name.c_str(), sr.failure.c_str());
+        if (t.name == res.baseline && res.capacity <= 0) stop_all = true;
+      } catch (const interrupted&) {
+        if (const std::string m = stop_server(ch); !m.empty()) {
+          std::fprintf(stderr, "urt-loadgen: %s\n", m.c_str());
+        }
+        std::fprintf(stderr, "urt-loadgen: interrupted\n");
+        return 130;
       }
-      break;
+      if (const std::string m = stop_server(ch); !m.empty()) {
+        sr.failure += (sr.failure.empty() ? "" : "; ") + r.round_label() + m;
+        std::fprintf(stderr, "urt-loadgen: %s: %s\n", sr.name.c_str(), m.c_str());
+      }
+      if (g_interrupted != 0) {
+        std::fprintf(stderr, "urt-loadgen: interrupted\n");
+        return 130;
+      }
+      if (stop_all) {
+        for (server_result& other : res.servers) {
+          if (other.failure.empty() && &other != &sr) {
+            other.failure = "not run: the baseline " + sr.name + " failed";
+          }
+        }
+        break;
+      }
     }
   }
+  for (server_result& sr : res.servers) r.summarize_points(sr);
 
   std::fputs(format_table(res).c_str(), stdout);
   std::fflush(stdout);

@@ -106,7 +106,10 @@ const char* usage_text() noexcept {
          "load:\n"
          "  --points LIST          bulk offered load in % of capacity, 0 < P <= 1000\n"
          "                         (default 10,25,50,75,90,100,120)\n"
-         "  --duration S           measured seconds per point, 0.05..3600 (default 2)\n"
+         "  --duration S           measured seconds per point and round, 0.05..3600 (default 2)\n"
+         "  --rounds N             sweeps per server, 1..100, the servers taking turns sweep by\n"
+         "                         sweep; a point's figures are over every round's samples\n"
+         "                         together; N x --duration at most 3600 (default 3)\n"
          "  --warmup S             unmeasured seconds before each point and capacity run,\n"
          "                         0..3600 (default 0.5)\n"
          "  --capacity-duration S  measured seconds of the closed-loop capacity run (default 1)\n"
@@ -206,6 +209,8 @@ options parse_options(const std::vector<std::string>& args) {
       }
     } else if (name == "--duration") {
       o.duration_s = real(flag, value, 0.05, 3600, false);
+    } else if (name == "--rounds") {
+      o.rounds = static_cast<unsigned>(integer(flag, value, 1, 100));
     } else if (name == "--warmup") {
       o.warmup_s = real(flag, value, 0, 3600, false);
     } else if (name == "--capacity-duration") {
@@ -267,6 +272,14 @@ options parse_options(const std::vector<std::string>& args) {
   if (modes_set && o.server.empty()) throw usage_error("--modes: only with --server");
   if (!o.server_args.empty() && o.server.empty()) throw usage_error("--server-args: only with --server");
   if (!o.server_cpus.empty() && o.server.empty()) throw usage_error("--server-cpus: only with --server");
+  // Every round's samples are kept until the end: bounded as one long point is.
+  if (static_cast<double>(o.rounds) * o.duration_s > 3600) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "--rounds: %u rounds of --duration %g s measure %g s per point; at most 3600 s",
+                  o.rounds, o.duration_s, static_cast<double>(o.rounds) * o.duration_s);
+    throw usage_error(text);
+  }
   return o;
 }
 

@@ -38,7 +38,10 @@ struct options {
   std::vector<target> targets;   ///< --target, in order
   std::string baseline;          ///< 100% and the ratios' denominator; empty: see resolve_targets
   std::vector<double> points{10, 25, 50, 75, 90, 100, 120};  ///< % of capacity
-  double duration_s = 2.0;           ///< measured time per point
+  double duration_s = 2.0;           ///< measured time per point and round
+  /// Sweeps per server, the servers taking turns sweep by sweep; each
+  /// point's figures are over the samples of every round together.
+  unsigned rounds = 3;
   double warmup_s = 0.5;             ///< unmeasured lead of each point and of the capacity run
   double capacity_s = 1.0;           ///< measured time of the capacity run
   std::optional<double> capacity;    ///< bulk requests/s taken as 100% (no capacity run)

@@ -152,6 +152,12 @@ std::string format_table(const run_result& r) {
     out += r.capacity > 0 ? fmt("; 100%% = %s's %.0f/s\n", r.baseline.c_str(), r.capacity)
                           : fmt(" none: the baseline %s failed\n", r.baseline.c_str());
   }
+  if (r.rounds > 1) {
+    out += fmt(
+        "%u rounds, the servers in turn, each a sweep of every point; a point's figures are over\n"
+        "its rounds' samples together\n",
+        r.rounds);
+  }
   out += fmt("each point: %.2g s warm-up (sent, not measured), then %.2g s measured; latencies in us from the\n"
              "intended send time to the reply (open loop: a stalled server is not hidden); bulk/s = replies\n"
              "received within the measured window; lag = how late the client itself sent\n\n",
@@ -240,6 +246,7 @@ std::string format_json(const run_result& r) {
   o += fmt("  \"bulk_connections\": %u,\n  \"control_connections\": %u,\n", r.bulk_conns, r.control_conns);
   o += "  \"control_rate_per_connection\": " + json_number(r.control_rate) + ",\n";
   o += "  \"duration_s\": " + json_number(r.duration_s) + ",\n";
+  o += fmt("  \"rounds\": %u,\n", r.rounds);
   o += "  \"warmup_s\": " + json_number(r.warmup_s) + ",\n";
   o += "  \"capacity_duration_s\": " + json_number(r.capacity_s) + ",\n";
   o += std::string("  \"capacity_given\": ") + (r.capacity_given ? "true" : "false") + ",\n";
@@ -265,13 +272,22 @@ std::string format_json(const run_result& r) {
                json_number(l.p50) + ", \"p99_us\": " + json_number(l.p99) + ", \"p999_us\": " + json_number(l.p999) +
                ", \"max_us\": " + json_number(l.max) + "}";
       };
-      o += "        {\"percent\": " + json_number(p.percent) + ", \"ran\": " + (p.ran ? "true" : "false") +
-           ", \"offered\": " + json_number(p.offered) + ", \"bulk_rate\": " + json_number(p.bulk_rate) +
-           fmt(", \"control_sent\": %llu, \"bulk_sent\": %llu, \"control_errors\": %llu, \"bulk_errors\": %llu",
-               static_cast<unsigned long long>(p.control_sent), static_cast<unsigned long long>(p.bulk_sent),
-               static_cast<unsigned long long>(p.control_errors), static_cast<unsigned long long>(p.bulk_errors)) +
-           ",\n         \"control\": " + lat(p.control) + ",\n         \"bulk_latency\": " + lat(p.bulk) +
-           ",\n         \"send_lag\": " + lat(p.lag) + "}" + (i + 1 < s.points.size() ? "," : "") + "\n";
+      o += "        {\"percent\": " + json_number(p.percent) +
+           ", \"ran\": " + (p.ran ? "true" : "false") + ", \"offered\": " + json_number(p.offered) +
+           ", \"bulk_rate\": " + json_number(p.bulk_rate) +
+           fmt(", \"control_sent\": %llu, \"bulk_sent\": %llu, \"control_errors\": %llu, "
+               "\"bulk_errors\": %llu",
+               static_cast<unsigned long long>(p.control_sent),
+               static_cast<unsigned long long>(p.bulk_sent),
+               static_cast<unsigned long long>(p.control_errors),
+               static_cast<unsigned long long>(p.bulk_errors)) +
+           ",\n         \"control\": " + lat(p.control) +
+           ",\n         \"bulk_latency\": " + lat(p.bulk) +
+           ",\n         \"send_lag\": " + lat(p.lag) + ",\n         \"control_p99_us_by_round\": [";
+      for (std::size_t j = 0; j < p.round_p99.size(); ++j) {
+        o += (j == 0 ? "" : ", ") + json_number(p.round_p99[j]);
+      }
+      o += std::string("]}") + (i + 1 < s.points.size() ? "," : "") + "\n";
     }
     o += "      ]\n    }";
     o += k + 1 < r.servers.size() ? ",\n" : "\n";

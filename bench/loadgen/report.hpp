@@ -21,7 +21,7 @@ struct latency_summary {
 [[nodiscard]] latency_summary summarize(std::vector<std::int64_t>& ns);
 
 struct point_result {
-  bool ran = false;              ///< false: the server failed before or during this point
+  bool ran = false;              ///< false: the server failed before this point ran a round
   double percent = 0;            ///< of the baseline's capacity
   double offered = 0;            ///< bulk requests/s offered
   double bulk_rate = 0;          ///< bulk replies/s received within the measured window
@@ -30,6 +30,7 @@ struct point_result {
   latency_summary lag;           ///< how late the client sent (actual - intended)
   std::uint64_t control_sent = 0, bulk_sent = 0;
   std::uint64_t control_errors = 0, bulk_errors = 0;
+  std::vector<double> round_p99;  ///< control p99 (us) of each round alone, in run order
 };
 
 struct server_result {
@@ -48,6 +49,7 @@ struct run_result {
   unsigned bulk_conns = 0, control_conns = 0;
   double control_rate = 0;       ///< per control connection
   double duration_s = 0, warmup_s = 0, capacity_s = 0, timeout_s = 0;
+  unsigned rounds = 1;           ///< sweeps per server, in turns; points pool every round's samples
   bool capacity_given = false;   ///< --capacity: no capacity run
   double capacity = 0;           ///< bulk requests/s at 100%
   std::string baseline;
