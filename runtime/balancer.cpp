@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "cpupri.hpp"
+#include "hot.hpp"
 #include "migrator.hpp"
 #include "resched.hpp"
 #include "rt_queue.hpp"
@@ -22,7 +23,7 @@ std::int64_t now_ns() noexcept {
 
 }  // namespace
 
-std::optional<std::uint64_t> balancer::push_due() const noexcept {
+URT_HOT std::optional<std::uint64_t> balancer::push_due() const noexcept {
   // The kernel pushes at every schedule while overloaded. A failed push
   // stays failed until this worker's most urgent pushable task changes or
   // another worker lowers its priority; under push_ipi and pull such a
@@ -39,7 +40,7 @@ std::optional<std::uint64_t> balancer::push_due() const noexcept {
   return std::nullopt;
 }
 
-void balancer::push_tasks(std::uint64_t top_changes) noexcept {
+URT_HOT void balancer::push_tasks(std::uint64_t top_changes) noexcept {
   // push_rt_tasks: while a push succeeds. Each success fills a worker that
   // was strictly lower, so the worker count bounds the loop.
   for (unsigned i = 0; i < parts_.workers; ++i) {
@@ -61,7 +62,7 @@ void balancer::push_tasks(std::uint64_t top_changes) noexcept {
   }
 }
 
-bool balancer::overload_seen_after_lowering() const noexcept {
+URT_HOT bool balancer::overload_seen_after_lowering() const noexcept {
   // Pairs with the seq_cst RMW or fence in overload_mask::set() (a Dekker
   // pair): our lowered level, stored by publish() (ours, or the mover's
   // under our lock, which we hold or have held since), is ordered before
@@ -72,7 +73,7 @@ bool balancer::overload_seen_after_lowering() const noexcept {
   return parts_.overload.any();
 }
 
-void balancer::on_lowering(wait_for_push wait) noexcept {
+URT_HOT void balancer::on_lowering(wait_for_push wait) noexcept {
   const overload_mask& overload = parts_.overload;
   if (cfg_.mode == migration_mode::pull) {
     // pull_rt_task: take what every overloaded worker queues above us.
@@ -123,7 +124,7 @@ void balancer::on_lowering(wait_for_push wait) noexcept {
   }
 }
 
-void balancer::serve_token() noexcept {
+URT_HOT void balancer::serve_token() noexcept {
   // Relaxed first look: the common case (no hop) costs no RMW.
   if (hop_seq_.load(std::memory_order_relaxed) == 0) return;
   // Acquire: pairs with the release store in accept_hop().
@@ -133,7 +134,7 @@ void balancer::serve_token() noexcept {
   send_hop(parts_.token.forward(self_, seq, parts_.overload, now_ns()));
 }
 
-balancer::idle_plan balancer::before_idle() noexcept {
+URT_HOT balancer::idle_plan balancer::before_idle() noexcept {
   idle_plan plan;
   if (cfg_.mode != migration_mode::push_ipi || !parts_.overload.any()) return plan;
   // A worker found stuck before, with no scheduling point since, that

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "hot.hpp"
 #include "worker_counters.hpp"
 
 namespace urt::detail {
@@ -44,7 +45,7 @@ void bandwidth::suspend(clock::time_point now) noexcept {
   suspended_ = true;
 }
 
-void bandwidth::tick(clock::time_point now) noexcept {
+URT_HOT void bandwidth::tick(clock::time_point now) noexcept {
   if (now <= last_) return;
   charge(running_, now - last_);  // the totals take all of it
   clock::time_point from = last_;  // the budget's share starts here
@@ -104,7 +105,7 @@ void bandwidth::charge(run_class c, clock::duration d) noexcept {
   }
 }
 
-bandwidth::allow bandwidth::decide(clock::time_point now, bool normal_waiting) noexcept {
+URT_HOT bandwidth::allow bandwidth::decide(clock::time_point now, bool normal_waiting) noexcept {
   const bool hold = would_hold(normal_waiting);
   if (hold && !holding_) {
     holding_ = true;
@@ -118,7 +119,7 @@ bandwidth::allow bandwidth::decide(clock::time_point now, bool normal_waiting) n
   return holding_ ? allow::normal_only : allow::any;
 }
 
-void bandwidth::picked(run_class c) noexcept {
+URT_HOT void bandwidth::picked(run_class c) noexcept {
   running_ = c;
   picked_in_budget_ = c == run_class::fifo && fifo_used_ < runtime_;
   if (c == run_class::normal && holding_) worker_counters::bump_relaxed(counters_.server_slices);

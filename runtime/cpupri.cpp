@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "hot.hpp"
+
 namespace urt::detail {
 namespace {
 
@@ -154,7 +156,7 @@ void cpupri::publish(unsigned worker, int slot, bool on) noexcept {
   }
 }
 
-void cpupri::set_bits(unsigned worker, int level) noexcept {
+URT_HOT void cpupri::set_bits(unsigned worker, int level) noexcept {
   // Relaxed: one writer at a time (the holder of the worker's queue lock).
   const int old = levels_[worker].value.load(std::memory_order_relaxed);
   if (old == level) return;
@@ -251,8 +253,8 @@ unsigned cpupri::preference_order(unsigned home, unsigned* out) const noexcept {
   return n;
 }
 
-unsigned cpupri::find(priority_t priority, const worker_set* affinity, unsigned from,
-                      unsigned last, unsigned rotation) const noexcept {
+URT_HOT unsigned cpupri::find(priority_t priority, const worker_set* affinity, unsigned from,
+                              unsigned last, unsigned rotation) const noexcept {
   if (!is_valid_priority(priority)) return none;
   if (layout_ == cpupri_layout::per_llc_bytes) {
     return affinity == nullptr ? find_bytes<simd_scan, false>(priority, affinity, from, last, rotation)
@@ -353,8 +355,8 @@ std::uint8_t min_byte(__m128i m) noexcept {
 // set(). The bytes past an LLC's last worker, up to its line's end, are 0
 // (rank 255), never candidates.
 template <bool Masked>
-__m128i load_line(const volatile __m128i* line, unsigned vectors, const worker_set* affinity,
-                  unsigned first, __m128i* rank) noexcept {
+URT_HOT __m128i load_line(const volatile __m128i* line, unsigned vectors,
+                          const worker_set* affinity, unsigned first, __m128i* rank) noexcept {
   static_assert(sizeof(std::atomic<std::uint8_t>) == 1 &&
                 std::atomic<std::uint8_t>::is_always_lock_free);
   const __m128i all = _mm_set1_epi8(-1);
@@ -437,8 +439,8 @@ unsigned cpupri::find_portable(priority_t priority, const worker_set* affinity, 
 // Masked: `affinity` is not null (two instantiations, so that the scan of
 // a whole machine without affinity tests nothing per LLC for it).
 template <bool Simd, bool Masked>
-unsigned cpupri::find_bytes(priority_t priority, const worker_set* affinity, unsigned from,
-                            unsigned last, unsigned rotation) const noexcept {
+URT_HOT unsigned cpupri::find_bytes(priority_t priority, const worker_set* affinity, unsigned from,
+                                    unsigned last, unsigned rotation) const noexcept {
   const auto n = static_cast<unsigned>(workers_.size());
   const auto allowed = [&](unsigned w) { return w < n && (!Masked || affinity->contains(w)); };
   // Ranks below `limit` are strictly below the task's priority.

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <system_error>
 
+#include "hot.hpp"
+
 namespace urt::detail {
 namespace {
 int make_eventfd() {
@@ -21,7 +23,7 @@ int make_eventfd() {
 
 doorbell::doorbell(asio::io_context& io) : fd_(io, make_eventfd()) {}
 
-bool doorbell::wait(clock::time_point until) noexcept {
+URT_HOT bool doorbell::wait(clock::time_point until) noexcept {
   constexpr auto futex_word = static_cast<std::uint32_t>(channel::futex);
   // An absolute CLOCK_MONOTONIC deadline (urt::clock's clock):
   // FUTEX_WAIT_BITSET takes one, FUTEX_WAIT only a relative timeout.
@@ -52,7 +54,7 @@ bool doorbell::wait(clock::time_point until) noexcept {
   return true;
 }
 
-void doorbell::wake_futex() noexcept {
+URT_HOT void doorbell::wake_futex() noexcept {
   // Cannot fail for a valid private word; it is a no-op with no waiter
   // (the owner between its announcement and its wait sees the word).
   ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word_), FUTEX_WAKE_PRIVATE, 1, nullptr,

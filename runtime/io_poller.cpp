@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "current.hpp"
+#include "hot.hpp"
 
 namespace urt::detail {
 
@@ -26,7 +27,7 @@ std::size_t io_poller::rescue() {
   return io_.poll();
 }
 
-std::size_t io_poller::poll(clock::time_point now) {
+URT_HOT std::size_t io_poller::poll(clock::time_point now) {
   last_ = now;
   poll_soon_ = false;
   lease_.looked(now);

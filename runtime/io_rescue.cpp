@@ -2,10 +2,12 @@
 
 #include <algorithm>
 
+#include "hot.hpp"
+
 namespace urt::detail {
 
-io_watch::plan io_watch::before_idle(const io_peers& peers,
-                                     function_ref<clock::time_point()> clock_now) noexcept {
+URT_HOT io_watch::plan io_watch::before_idle(const io_peers& peers,
+                                             function_ref<clock::time_point()> clock_now) noexcept {
   plan p;
   const unsigned n = peers.worker_count();
   if (n < 2) return p;

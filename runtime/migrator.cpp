@@ -1,8 +1,10 @@
 #include "migrator.hpp"
 
+#include "hot.hpp"
+
 namespace urt::detail {
 
-void migrator::publish(unsigned w) noexcept {
+URT_HOT void migrator::publish(unsigned w) noexcept {
   rt_queue& queue = q(w);
   const int level = queue.current();
   if (level != queue.published) {

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <vector>
 
+#include "hot.hpp"
 #include "node_pool.hpp"
 
 namespace urt::detail::node_pool {
@@ -131,7 +132,7 @@ task_node* heap_node() {
 
 }  // namespace
 
-task_node* allocate() {
+URT_HOT task_node* allocate() {
   magazine& m = local();
   if (m.count == 0) {
     if (m.closed) {
@@ -153,7 +154,7 @@ task_node* allocate() {
 
 depot_shape shape() noexcept { return depot::instance().shape(); }
 
-void release(task_node* node) noexcept {
+URT_HOT void release(task_node* node) noexcept {
   if (!node->pooled) {
     depot::instance().heap_nodes.fetch_sub(1, std::memory_order_relaxed);
     delete node;

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "hot.hpp"
+
 namespace urt::detail {
 
 overload_mask::overload_mask(std::span<const worker_place> workers)
@@ -17,7 +19,7 @@ std::span<const worker_place> overload_mask::checked(std::span<const worker_plac
   return workers;
 }
 
-void overload_mask::set(unsigned w, int top) noexcept {
+URT_HOT void overload_mask::set(unsigned w, int top) noexcept {
   std::atomic<std::uint8_t>& f = flag(w);
   const auto value = static_cast<std::uint8_t>(top < 0 ? 0 : top + 1);
   // Relaxed: the byte has one writer at a time (the holder of w's queue
@@ -48,12 +50,12 @@ void overload_mask::set(unsigned w, int top) noexcept {
   }
 }
 
-int overload_mask::top(unsigned w) const noexcept {
+URT_HOT int overload_mask::top(unsigned w) const noexcept {
   // Acquire: pairs with the release stores in set().
   return static_cast<int>(flag(w).load(std::memory_order_acquire)) - 1;
 }
 
-unsigned overload_mask::best_above(int level, unsigned self) const noexcept {
+URT_HOT unsigned overload_mask::best_above(int level, unsigned self) const noexcept {
   unsigned best = none;
   int best_top = level;
   for (unsigned w = next(none); w != none; w = next(w)) {
@@ -96,8 +98,8 @@ push_token::hop push_token::send(unsigned target, std::int64_t now_ns) noexcept 
   return hop{target, ++seq_};
 }
 
-push_token::hop push_token::request(unsigned self, const overload_mask& mask,
-                                    std::int64_t now_ns) noexcept {
+URT_HOT push_token::hop push_token::request(unsigned self, const overload_mask& mask,
+                                            std::int64_t now_ns) noexcept {
   // Release: pairs with the acquire load in next_target(), so a round that
   // sees this request also sees the overload flags set before it.
   requests_.fetch_add(1, std::memory_order_release);

@@ -6,6 +6,7 @@
 #include <exception>
 #include <utility>
 
+#include "hot.hpp"
 #include "spinlock.hpp"
 
 namespace urt::detail {
@@ -21,7 +22,8 @@ parker::parker(asio::io_context& io, io_lease& lease, config cfg, worker_counter
   counters_.window_ns.store(cfg.idle_spin.count(), std::memory_order_relaxed);
 }
 
-bool parker::idle(clock::time_point release, clock::time_point token_check, wake_checks checks) {
+URT_HOT bool parker::idle(clock::time_point release, clock::time_point token_check,
+                          wake_checks checks) {
   const clock::time_point due = release;
   // Wake timer_lead() before the release (the advance) and spin to it; a
   // release too close to the clock's ends to subtract from wakes at itself.
@@ -141,7 +143,7 @@ bool parker::idle(clock::time_point release, clock::time_point token_check, wake
   return ran > 0 && !by_bell && !by_alarm;
 }
 
-std::chrono::nanoseconds parker::idle_spin() const noexcept {
+URT_HOT std::chrono::nanoseconds parker::idle_spin() const noexcept {
   return cfg_.idle_spin_policy == spin_policy::adaptive ? window_.value() : cfg_.idle_spin;
 }
 
@@ -154,8 +156,8 @@ std::chrono::nanoseconds parker::timer_lead() const noexcept {
   return learning_advance() ? advance_.value() : std::chrono::nanoseconds{0};
 }
 
-void parker::spin_to(clock::time_point due, clock::time_point wake, clock::time_point woke,
-                     const wake_checks& checks) noexcept {
+URT_HOT void parker::spin_to(clock::time_point due, clock::time_point wake, clock::time_point woke,
+                             const wake_checks& checks) noexcept {
   // The last stretch to a release that the worker woke early for is spun,
   // not slept, unless other work shows up meanwhile.
   if (due == clock::time_point::max() || woke >= due) return;

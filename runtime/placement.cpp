@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include "hot.hpp"
 #include "worker.hpp"
 
 namespace urt::detail {
@@ -32,8 +33,8 @@ unsigned placement::place(const task_spec& spec, const worker* self) const noexc
   return place(spec.priority, spec.affinity ? &*spec.affinity : nullptr, self);
 }
 
-unsigned placement::place(priority_t priority, const worker_set* affinity, const worker* self,
-                          priority_t continuation_of) const noexcept {
+URT_HOT unsigned placement::place(priority_t priority, const worker_set* affinity,
+                                  const worker* self, priority_t continuation_of) const noexcept {
   // Per thread: concurrent placements start their scans at different places.
   thread_local placement_rotation rotation;
   // An outside thread's CPU, on a real system only (rseq: no system call).
@@ -42,7 +43,7 @@ unsigned placement::place(priority_t priority, const worker_set* affinity, const
                   self != nullptr ? self->id() : cpupri::none, cpu, rotation, continuation_of);
 }
 
-bool placement::caller_yields_to(unsigned w) const noexcept {
+URT_HOT bool placement::caller_yields_to(unsigned w) const noexcept {
   if (!fair_workers_ || !on_callers_cpu(w)) return false;
   thread_local const bool fair_caller = ::sched_getscheduler(0) == SCHED_OTHER;
   return fair_caller;

@@ -2,6 +2,8 @@
 
 #include <urcu/urcu-qsbr.h>
 
+#include "hot.hpp"
+
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
 #define URT_TSAN_RELEASE(p) __tsan_release(p)
@@ -18,16 +20,16 @@ void unregister_thread() noexcept {
   urcu_qsbr_unregister_thread();
 }
 
-void quiescent() noexcept {
+URT_HOT void quiescent() noexcept {
   URT_TSAN_RELEASE(&tsan_grace);
   urcu_qsbr_quiescent_state();
 }
 
-void offline() noexcept {
+URT_HOT void offline() noexcept {
   URT_TSAN_RELEASE(&tsan_grace);
   urcu_qsbr_thread_offline();
 }
 
-void online() noexcept { urcu_qsbr_thread_online(); }
+URT_HOT void online() noexcept { urcu_qsbr_thread_online(); }
 
 }  // namespace urt::detail::qsbr

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "hot.hpp"
+
 namespace urt::detail {
 
 resched_requests::resched_requests(std::span<const worker_place> workers)
@@ -15,7 +17,7 @@ resched_requests::resched_requests(std::span<const worker_place> workers)
 
 resched_requests::resched_requests(unsigned workers) : resched_requests(one_llc_places(workers)) {}
 
-void resched_requests::request(unsigned w, int p) noexcept {
+URT_HOT void resched_requests::request(unsigned w, int p) noexcept {
   std::atomic<std::uint8_t>& b = bytes_[w];
   const auto want = static_cast<std::uint8_t>(p);
   std::uint8_t seen = b.load(std::memory_order_relaxed);
@@ -32,7 +34,7 @@ void resched_requests::request(unsigned w, int p) noexcept {
   if (seen != 0) uncount();  // the byte was set already: counted by whoever set it
 }
 
-void resched_requests::update(std::int32_t delta, std::uint8_t p) noexcept {
+URT_HOT void resched_requests::update(std::int32_t delta, std::uint8_t p) noexcept {
   // Relaxed: the summary is a hint (pending_above()); the bytes' RMWs carry
   // the ordering.
   std::uint64_t w = summary_.word.load(std::memory_order_relaxed);
@@ -45,7 +47,7 @@ void resched_requests::update(std::int32_t delta, std::uint8_t p) noexcept {
                                                 std::memory_order_relaxed));
 }
 
-unsigned resched_requests::claim_above(int level, unsigned self) noexcept {
+URT_HOT unsigned resched_requests::claim_above(int level, unsigned self) noexcept {
   const std::size_t lines = bytes_.lines();
   if (lines == 0 || self >= n_) return none;
   const std::uint64_t before = summary_.word.load(std::memory_order_relaxed);

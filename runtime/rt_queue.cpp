@@ -1,8 +1,10 @@
 #include "rt_queue.hpp"
 
+#include "hot.hpp"
+
 namespace urt::detail {
 
-void rt_queue::enqueue(task_node* node, unsigned self) noexcept {
+URT_HOT void rt_queue::enqueue(task_node* node, unsigned self) noexcept {
   node->queued_on = self;
   rq.push_back(&node->rq, node->priority);
   if (node->migratable) pushable.push_back(&node->push, node->priority);
@@ -13,7 +15,7 @@ void rt_queue::remove(task_node* node) noexcept {
   if (node->push.queued()) pushable.remove(&node->push);
 }
 
-task_node* rt_queue::pop() noexcept {
+URT_HOT task_node* rt_queue::pop() noexcept {
   rq_link* link = rq.peek();
   if (link == nullptr) return nullptr;
   task_node* node = task_node::from_rq(link);

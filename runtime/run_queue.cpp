@@ -1,5 +1,7 @@
 #include "run_queue.hpp"
 
+#include "hot.hpp"
+
 namespace urt::detail {
 
 run_queue::run_queue() noexcept {
@@ -19,7 +21,7 @@ void run_queue::unmark_if_empty(int level) noexcept {
   }
 }
 
-void run_queue::push_back(rq_link* e, int level) noexcept {
+URT_HOT void run_queue::push_back(rq_link* e, int level) noexcept {
   rq_link& head = heads_[static_cast<std::size_t>(level)];
   e->level = static_cast<std::uint8_t>(level);
   e->next = &head;
@@ -41,7 +43,7 @@ void run_queue::push_front(rq_link* e, int level) noexcept {
   ++size_;
 }
 
-void run_queue::remove(rq_link* e) noexcept {
+URT_HOT void run_queue::remove(rq_link* e) noexcept {
   e->prev->next = e->next;
   e->next->prev = e->prev;
   e->next = e->prev = nullptr;
@@ -49,7 +51,7 @@ void run_queue::remove(rq_link* e) noexcept {
   --size_;
 }
 
-rq_link* run_queue::pop() noexcept {
+URT_HOT rq_link* run_queue::pop() noexcept {
   rq_link* e = peek();
   if (e != nullptr) remove(e);
   return e;

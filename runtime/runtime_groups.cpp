@@ -12,13 +12,15 @@
 #include <string>
 
 #include "current.hpp"
+#include "hot.hpp"
 
 namespace urt {
 
 using detail::run_state;
 using detail::worker;
 
-void runtime::impl::check_group(const group& g, const char* what, const char* suffix) const {
+URT_HOT void runtime::impl::check_group(const group& g, const char* what,
+                                        const char* suffix) const {
   if (g == group{}) return;  // the default group of every runtime
   if (g.owner_ != this) {
     throw std::invalid_argument(std::string(what) + suffix + ": group " + std::to_string(g.id()) +

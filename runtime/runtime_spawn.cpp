@@ -15,6 +15,7 @@
 #include <string>
 
 #include "current.hpp"
+#include "hot.hpp"
 #include "messages.hpp"
 #include "node_pool.hpp"
 
@@ -25,13 +26,13 @@ using detail::task_node;
 using detail::worker;
 using detail::ns_text;
 
-runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec, const char* api) {
+URT_HOT runtime::spawn_ticket runtime::begin_spawn(const task_spec& spec, const char* api) {
   impl_->check_spec(spec, "task_spec");
   return place_spawn(spec.priority, spec.affinity ? &*spec.affinity : nullptr, spec.group.id(), api,
                      false, relation::fork, when_stopped::refuse);
 }
 
-void runtime::impl::check_spec(const task_spec& spec, const char* what) const {
+URT_HOT void runtime::impl::check_spec(const task_spec& spec, const char* what) const {
   // Every spawn passes here: the messages are built only when one is thrown.
   const auto field = [what] { return std::string(what); };
   if (!is_valid_priority(spec.priority)) {
@@ -52,9 +53,9 @@ void runtime::impl::check_spec(const task_spec& spec, const char* what) const {
   }
 }
 
-runtime::spawn_ticket runtime::place_spawn(priority_t p, const worker_set* affinity,
-                                           unsigned group, const char* api, bool completion,
-                                           relation rel, when_stopped stopped) {
+URT_HOT runtime::spawn_ticket runtime::place_spawn(priority_t p, const worker_set* affinity,
+                                                   unsigned group, const char* api, bool completion,
+                                                   relation rel, when_stopped stopped) {
   const auto n = static_cast<unsigned>(impl_->workers.size());
   // Count the acceptance before writing the node: its seq_cst RMW is a full
   // barrier, cheapest while no stores to the node are pending behind it.
@@ -131,8 +132,9 @@ runtime::spawn_ticket runtime::place_spawn(priority_t p, const worker_set* affin
   return spawn_ticket(impl_.get(), node, target, local, counted_local, stay);
 }
 
-runtime::spawn_ticket runtime::begin_executor_spawn(priority_t p, const worker_set* affinity,
-                                                    unsigned group, relation rel) {
+URT_HOT runtime::spawn_ticket runtime::begin_executor_spawn(priority_t p,
+                                                            const worker_set* affinity,
+                                                            unsigned group, relation rel) {
   const bool completion = detail::current.owner == impl_.get() && detail::current.task == nullptr;
   // Asio calls execute() where an exception can only end the process: a
   // suspended coroutine's destructor posts the frame's destruction to its
@@ -207,7 +209,7 @@ void runtime::executor_work(unsigned w, int delta) const noexcept {
   impl_->workers[w]->count_io_work(delta);
 }
 
-void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
+URT_HOT void runtime::commit_spawn(spawn_ticket& ticket) noexcept {
   worker& w = *impl_->workers[ticket.target_];
   if (ticket.local_) {
     w.submit_local(ticket.node_, ticket.keep_ ? worker::local_spawn::keep : worker::local_spawn::push);

@@ -1,5 +1,7 @@
 #include "stranded.hpp"
 
+#include "hot.hpp"
+
 namespace urt::detail {
 
 stranded_marks::stranded_marks(std::span<const worker_place> workers)
@@ -9,7 +11,7 @@ stranded_marks::stranded_marks(std::span<const worker_place> workers)
 
 stranded_marks::stranded_marks(unsigned workers) : stranded_marks(one_llc_places(workers)) {}
 
-bool stranded_marks::any() const noexcept {
+URT_HOT bool stranded_marks::any() const noexcept {
   for (std::size_t l = 0; l < marks_.lines(); ++l) {
     for (const auto& b : marks_.used(l)) {
       if (b.load(std::memory_order_relaxed) != 0) return true;
@@ -18,7 +20,7 @@ bool stranded_marks::any() const noexcept {
   return false;
 }
 
-unsigned stranded_marks::next(unsigned after, unsigned self) const noexcept {
+URT_HOT unsigned stranded_marks::next(unsigned after, unsigned self) const noexcept {
   if (n_ == 0) return none;
   // From the worker after `after` round to `after` itself (from worker 0
   // when `after` is none).
@@ -30,8 +32,8 @@ unsigned stranded_marks::next(unsigned after, unsigned self) const noexcept {
   return none;
 }
 
-stranded_watch::plan stranded_watch::before_idle(const stranded_marks& marks,
-                                                 clock::time_point now) noexcept {
+URT_HOT stranded_watch::plan stranded_watch::before_idle(const stranded_marks& marks,
+                                                         clock::time_point now) noexcept {
   plan p;
   if (!marks.any()) {
     watched_ = stranded_marks::none;

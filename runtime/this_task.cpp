@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "current.hpp"
+#include "hot.hpp"
 #include "task_node.hpp"
 #include "urt/task.hpp"
 #include "urt/timer.hpp"
@@ -43,7 +44,7 @@ unsigned cid() {
 
 namespace urt {
 
-bool preempt_point() noexcept {
+URT_HOT bool preempt_point() noexcept {
   return detail::current.task != nullptr && detail::current.self->preempt_point();
 }
 

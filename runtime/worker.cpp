@@ -20,6 +20,7 @@
 #include "bandwidth_table.hpp"
 #include "current.hpp"
 #include "fair_slice.hpp"
+#include "hot.hpp"
 #include "migrator.hpp"
 #include "node_pool.hpp"
 #include "qsbr.hpp"
@@ -123,7 +124,7 @@ void worker::set_up() {
   }
 }
 
-void worker::loop() {
+URT_HOT void worker::loop() {
   for (;;) {
     // Acquire: pairs with the seq_cst store in stop(); a worker that sees
     // a new state sees everything stop() did before it.
@@ -143,7 +144,7 @@ void worker::loop() {
   }
 }
 
-task_node* worker::step(run_state seen) noexcept {
+URT_HOT task_node* worker::step(run_state seen) noexcept {
   migrator& m = *shared_.migrate;
   q_.lock.lock();
   const int before = q_.published;  // the level this worker showed until now
@@ -213,7 +214,7 @@ task_node* worker::step(run_state seen) noexcept {
   return node;
 }
 
-worker::pick_rule worker::consult_budgets(bool stopping) noexcept {
+URT_HOT worker::pick_rule worker::consult_budgets(bool stopping) noexcept {
   pick_rule rule;
   // QSBR: the previous step's parameter block is no longer in use.
   qsbr::quiescent();
@@ -263,7 +264,7 @@ worker::pick_rule worker::consult_budgets(bool stopping) noexcept {
   return rule;
 }
 
-task_node* worker::pick(const pick_rule& rule) noexcept {
+URT_HOT task_node* worker::pick(const pick_rule& rule) noexcept {
   task_node* node = nullptr;
   if (rule.allow == bandwidth::allow::normal_only) {
     node = q_.pop_normal();
@@ -286,7 +287,7 @@ void worker::close() noexcept {
   q_.lock.unlock();
 }
 
-void worker::enqueue(task_node* node, clock::time_point due_by) noexcept {
+URT_HOT void worker::enqueue(task_node* node, clock::time_point due_by) noexcept {
   if (node->timed) {
     if (series_ended_ && node->series() != nullptr) {
       // A series made by a task still running when stop() began, reaching
@@ -326,7 +327,7 @@ void worker::enqueue(task_node* node, clock::time_point due_by) noexcept {
   }
 }
 
-std::size_t worker::poll_io_now() noexcept {
+URT_HOT std::size_t worker::poll_io_now() noexcept {
   try {
     return io_poll_.at_scheduling_point();
   } catch (...) {
@@ -335,7 +336,7 @@ std::size_t worker::poll_io_now() noexcept {
   }
 }
 
-bool worker::preempt_point() noexcept {
+URT_HOT bool worker::preempt_point() noexcept {
   // Relaxed: a stale state only applies the budgets once more.
   const bool stopping = shared_.state.load(std::memory_order_relaxed) != run_state::running;
   // A completion for this worker is a scheduling event like a spawn: take
@@ -417,7 +418,7 @@ void worker::discard_unlocked(task_node* node, bool cancelled) noexcept {
   head = node;
 }
 
-bool worker::discard_put_off() noexcept {
+URT_HOT bool worker::discard_put_off() noexcept {
   if (put_off_cancelled_ == nullptr && put_off_completed_ == nullptr) return false;
   for (task_node** list : {&put_off_cancelled_, &put_off_completed_}) {
     auto& counter = list == &put_off_cancelled_ ? counters_.cancelled : counters_.completed;
@@ -443,7 +444,7 @@ void worker::count_io_work(int delta) noexcept {
   if (io_poll_.work_started()) parker_.ring();
 }
 
-void worker::run_task(task_node* node) noexcept {
+URT_HOT void worker::run_task(task_node* node) noexcept {
   // A series cancelled after its release was queued (behind more urgent
   // work) ends here unrun: no release starts once the worker sees the flag.
   // Acquire: pairs with the release store in periodic_task::cancel().
@@ -472,7 +473,7 @@ void worker::run_task(task_node* node) noexcept {
   }
 }
 
-void worker::publish_load_hint() noexcept {
+URT_HOT void worker::publish_load_hint() noexcept {
   // Relaxed: a hint; the next publication corrects a stale one.
   counters_.finished_hint.store(counters_.completed.load(std::memory_order_relaxed) +
                                     counters_.cancelled.load(std::memory_order_relaxed),
@@ -517,7 +518,7 @@ bool worker::work_pending() const noexcept {
          balancer_.hop_pending();
 }
 
-void worker::idle(run_state seen) {
+URT_HOT void worker::idle(run_state seen) {
   publish_load_hint();
   if (seen != run_state::running) {
     // Tell stop() to look again: this worker has nothing left to run now.
@@ -609,7 +610,7 @@ void worker::idle(run_state seen) {
   qsbr::online();
 }
 
-worker* worker::current_in(const void* owner) noexcept {
+URT_HOT worker* worker::current_in(const void* owner) noexcept {
   return current.owner == owner ? current.self : nullptr;
 }
 

@@ -9,11 +9,12 @@
 
 #include <optional>
 
+#include "hot.hpp"
 #include "migrator.hpp"
 
 namespace urt::detail {
 
-bool worker::submit_remote(task_node* node, bool off_cpu) noexcept {
+URT_HOT bool worker::submit_remote(task_node* node, bool off_cpu) noexcept {
   // Read before the push: once pushed, the node may run and be freed.
   const int priority = node->timed ? cpupri::level_idle : node->priority;
   const bool movable = node->migratable;
@@ -40,7 +41,7 @@ bool worker::submit_remote(task_node* node, bool off_cpu) noexcept {
   return rang;
 }
 
-void worker::serve_resched(int level) noexcept {
+URT_HOT void worker::serve_resched(int level) noexcept {
   resched_requests& requests = *shared_.resched;
   if (!requests.pending_above(level) || !balancer_.acts_on_lowering()) return;
   const unsigned w = requests.claim_above(level, id_);
@@ -88,7 +89,7 @@ std::size_t worker::take_in_for_peer(int above) noexcept {
   return moved;
 }
 
-void worker::submit_local(task_node* node, local_spawn how) noexcept {
+URT_HOT void worker::submit_local(task_node* node, local_spawn how) noexcept {
   q_.lock.lock();
   if (node->timed && inbox_.timed_pending()) {
     // A timed spawn while remote timed ones may be on their way: those whose
@@ -122,7 +123,7 @@ void worker::uncount_local_accept() noexcept {
                                  std::memory_order_release);
 }
 
-std::size_t worker::drain_inbox(clock::time_point horizon) noexcept {
+URT_HOT std::size_t worker::drain_inbox(clock::time_point horizon) noexcept {
   // Before the take: what a request was about is taken in now, or a
   // request raised after this stays for a claimer (resched.hpp).
   shared_.resched->clear(id_);

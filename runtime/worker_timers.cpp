@@ -3,6 +3,8 @@
 // begins (worker.hpp has the class; owner only, like the timer queue).
 #include "worker.hpp"
 
+#include "hot.hpp"
+
 namespace urt::detail {
 
 namespace {
@@ -14,13 +16,13 @@ clock::time_point saturating_add(clock::time_point t, clock::duration d) noexcep
 }
 }  // namespace
 
-clock::time_point worker::release_horizon() const noexcept {
+URT_HOT clock::time_point worker::release_horizon() const noexcept {
   // A timed spawn increments the hint before its push, so a node whose
   // spawn returned before this read is counted, or taken already.
   return timers_.empty() && !inbox_.timed_pending() ? clock::time_point::min() : clock::now();
 }
 
-void worker::release_due(clock::time_point horizon) noexcept {
+URT_HOT void worker::release_due(clock::time_point horizon) noexcept {
   while (task_node* next = timers_.top()) {
     if (next->release > horizon) break;
     timers_.pop();
