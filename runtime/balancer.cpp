@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "clock_now.hpp"
 #include "cpupri.hpp"
 #include "hot.hpp"
 #include "migrator.hpp"
@@ -17,7 +18,7 @@ namespace urt::detail {
 namespace {
 
 std::int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_now().time_since_epoch())
       .count();
 }
 
@@ -92,7 +93,7 @@ URT_HOT void balancer::on_lowering(wait_for_push wait) noexcept {
   // A source already found stuck, with no scheduling point since, would
   // not answer this hop either: it is pulled from at once.
   constexpr int max_fallback_pulls = 3;
-  const clock::time_point deadline = clock::now() + cfg_.ipi_timeout;
+  const clock::time_point deadline = clock_now() + cfg_.ipi_timeout;
   int pulls_tried = 0;
   for (unsigned spins = 0;; ++spins) {
     serve_token();  // we may be overloaded too: never sit on a hop
@@ -106,7 +107,7 @@ URT_HOT void balancer::on_lowering(wait_for_push wait) noexcept {
       cpu_relax();
       continue;
     }
-    if (known_stuck || clock::now() >= deadline) {
+    if (known_stuck || clock_now() >= deadline) {
       if (pulls_tried == 0 && !known_stuck) {
         worker_counters::bump_relaxed(counters_.fallbacks);
         take_over_stuck_token();

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cassert>
 
+#include "clock_now.hpp"
 #include "spinlock.hpp"
 #include "urt/timer.hpp"
 #include "urt/worker_set.hpp"
@@ -163,7 +164,7 @@ unsigned cid_space::step(std::int64_t now) noexcept {
                                               std::memory_order_relaxed)) {
     return 0;  // another worker took this batch
   }
-  const auto t0 = clock::now();
+  const auto t0 = clock_now();
   const unsigned end = std::min(begin + cfg_.batch, workers_);
   for (unsigned i = begin; i < end; ++i) {
     reclaim_if(i, [&](std::uint64_t s) { return age_ns(s, now) >= cfg_.idle_threshold_ns; });
@@ -180,7 +181,7 @@ unsigned cid_space::step(std::int64_t now) noexcept {
   // takes and returns: a hint.
   const std::uint32_t old = target_.load(std::memory_order_relaxed);
   target_.store(((old >> 16) + 1) << 16 | ((weight - taken) & target_mask), std::memory_order_relaxed);
-  const auto took = static_cast<std::uint64_t>((clock::now() - t0).count());
+  const auto took = static_cast<std::uint64_t>((clock_now() - t0).count());
   unsigned bucket = 0;
   while (bucket < cid_step_bounds_ns.size() && took >= cid_step_bounds_ns[bucket]) ++bucket;
   counters_.steps.fetch_add(1, std::memory_order_relaxed);

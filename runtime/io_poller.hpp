@@ -41,6 +41,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "clock_now.hpp"
 #include "io_rescue.hpp"
 #include "urt/options.hpp"
 #include "urt/timer.hpp"
@@ -73,7 +74,7 @@ class io_poller {
   /// spawned a task here or elsewhere). Exceptions from them propagate.
   std::size_t at_scheduling_point() {
     if (work_.load(std::memory_order_relaxed) <= 0) return 0;
-    const clock::time_point now = clock::now();
+    const clock::time_point now = clock_now();
     if (!poll_soon_ && now - last_ < cfg_.interval) return 0;
     // Never fails: only the owner holds it exclusively, and not here.
     if (!lease_.try_share()) return 0;

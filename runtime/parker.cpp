@@ -6,6 +6,7 @@
 #include <exception>
 #include <utility>
 
+#include "clock_now.hpp"
 #include "hot.hpp"
 #include "spinlock.hpp"
 
@@ -43,11 +44,11 @@ URT_HOT bool parker::idle(clock::time_point release, clock::time_point token_che
            now >= token_check && !checks.work_pending() && !checks.state_changed();
   };
   const bool may_spin = !std::exchange(checked_idle_, false);
-  const auto went_idle = clock::now();
+  const auto went_idle = clock_now();
   if (const auto spin = may_spin ? idle_spin() : std::chrono::nanoseconds{0}; spin.count() > 0) {
     const auto deadline = went_idle + spin;
     for (unsigned spins = 0;; ++spins) {
-      const auto now = clock::now();
+      const auto now = clock_now();
       if (changed(now)) {
         checked_idle_ = at_check_only(now);
         spin_to(due, timer_wake, now, checks);
@@ -77,7 +78,7 @@ URT_HOT bool parker::idle(clock::time_point release, clock::time_point token_che
       lease->unlock();
       lease = nullptr;
     }
-    ~reactor_turn() { end(clock::now()); }
+    ~reactor_turn() { end(clock_now()); }
   } turn;
   if (in_reactor) {
     lease_.lock();
@@ -92,8 +93,7 @@ URT_HOT bool parker::idle(clock::time_point release, clock::time_point token_che
   // executor whose I/O work makes the count leave 0 (worker.cpp). On the
   // futex, I/O that became outstanding since the choice sends it round
   // again, to the reactor.
-  if (const auto now = clock::now();
-      changed(now) || (!in_reactor && checks.io_outstanding())) {
+  if (const auto now = clock_now(); changed(now) || (!in_reactor && checks.io_outstanding())) {
     bell_.cancel_parking();
     checked_idle_ = at_check_only(now);
     turn.end(now);
@@ -120,7 +120,7 @@ URT_HOT bool parker::idle(clock::time_point release, clock::time_point token_che
     futex_deadline = !bell_.wait(wake);
   }
   bell_.cancel_parking();
-  const auto woke = clock::now();
+  const auto woke = clock_now();
   turn.end(woke);
   const bool by_alarm = futex_deadline || alarm_.fired() != alarms;
   const bool by_bell = bell_.received() != rings;
@@ -168,7 +168,7 @@ URT_HOT void parker::spin_to(clock::time_point due, clock::time_point wake, cloc
     // (a stop(cancel) waited out a spin of up to timer_spin, 1 s).
     if (checks.work_pending() || checks.state_changed()) break;
     cpu_relax();
-    now = clock::now();
+    now = clock_now();
   }
   worker_counters::bump_relaxed(counters_.timer_spin_ns,
                                 static_cast<std::uint64_t>((now - woke).count()));

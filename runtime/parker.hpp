@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "alarm.hpp"
+#include "clock_now.hpp"
 #include "doorbell.hpp"
 #include "function_ref.hpp"
 #include "idle_window.hpp"
@@ -67,7 +68,7 @@ class parker {
   void arm() {
     const io_lease::exclusive hold(lease_);
     bell_.arm();
-    lease_.looked(clock::now());
+    lease_.looked(clock_now());
   }
   void disarm() {
     const io_lease::exclusive hold(lease_);

@@ -14,6 +14,7 @@
 
 #include <string>
 
+#include "clock_now.hpp"
 #include "current.hpp"
 #include "hot.hpp"
 #include "messages.hpp"
@@ -253,7 +254,7 @@ void runtime::commit_timed(spawn_ticket& ticket, clock::time_point release,
   task_node* node = ticket.node_;
   node->timed = true;
   node->release = release;
-  node->called_at = clock::now();  // a release already past now is a spawn made now
+  node->called_at = detail::clock_now();  // a release already past now is a spawn made now
   node->period = period;
   node->periodic = state;
   commit_spawn(ticket);

@@ -18,6 +18,7 @@
 #include <system_error>
 
 #include "bandwidth_table.hpp"
+#include "clock_now.hpp"
 #include "current.hpp"
 #include "fair_slice.hpp"
 #include "hot.hpp"
@@ -39,7 +40,7 @@ worker::worker(runtime_shared& shared, unsigned id)
                                  *shared.bells, *shared.resched, *shared.strand,
                                  static_cast<unsigned>(shared.topo->worker_count())},
           q_, counters_),
-      bandwidth_(shared.options->bandwidth, clock::now()),
+      bandwidth_(shared.options->bandwidth, clock_now()),
       cids_(*shared.cids, id),
       strand_watch_(id, shared.options->ipi_timeout),
       io_watch_(id, shared.options->io_poll_interval + shared.options->ipi_timeout,
@@ -220,7 +221,7 @@ URT_HOT worker::pick_rule worker::consult_budgets(bool stopping) noexcept {
   qsbr::quiescent();
   if (const bandwidth_table::block* p = shared_.bandwidth_params->read();
       p->version != bandwidth_version_) {
-    const clock::time_point now = clock::now();  // set_bandwidth() or make_group() was called
+    const clock::time_point now = clock_now();  // set_bandwidth() or make_group() was called
     // Only what changed is reconfigured (a new period, no hold): an
     // unchanged budget keeps its period and what it used.
     if (!bandwidth_.has(p->runtime_wide)) {
@@ -237,7 +238,7 @@ URT_HOT worker::pick_rule worker::consult_budgets(bool stopping) noexcept {
   if (stopping) {
     // Holds in progress end now, their time counted.
     if (bandwidth_.holding() || groups_.any_held()) {
-      const clock::time_point now = clock::now();
+      const clock::time_point now = clock_now();
       bandwidth_.release(now);
       groups_.release_holds(now);
     }
@@ -253,7 +254,7 @@ URT_HOT worker::pick_rule worker::consult_budgets(bool stopping) noexcept {
     look = bandwidth_.must_look(next, normal_waiting);
   }
   if (!look) return rule;
-  const clock::time_point now = clock::now();
+  const clock::time_point now = clock_now();
   if (groups_.any()) rule.groups_held = groups_.look(now);
   if (bandwidth_.active()) {
     bandwidth_.tick(now);
@@ -368,7 +369,7 @@ URT_HOT bool worker::preempt_point() noexcept {
     // While FIFO is held back nothing queued is more urgent than the
     // normal task running, until the period ends; a FIFO task that has
     // spent the budget yields where the budget holds FIFO back.
-    bandwidth_.tick(clock::now());
+    bandwidth_.tick(clock_now());
     if (q_.fifo_held) urgent = urgent && !bandwidth_.holding();
   }
   // A queued task more urgent than the running one runs here as soon as
@@ -535,7 +536,7 @@ URT_HOT void worker::idle(run_state seen) {
   // nothing moves tasks between workers.
   clock::time_point strand_check = clock::time_point::max();
   if (balancer_.acts_on_lowering()) {
-    const stranded_watch::plan watch = strand_watch_.before_idle(*shared_.strand, clock::now());
+    const stranded_watch::plan watch = strand_watch_.before_idle(*shared_.strand, clock_now());
     if (watch.take_over != stranded_marks::none &&
         shared_.strand_peers->take_in(watch.take_over, cpupri::level_idle) > 0) {
       worker_counters::bump_relaxed(counters_.take_overs);
@@ -550,7 +551,7 @@ URT_HOT void worker::idle(run_state seen) {
   // began, when completions are no longer delivered.
   clock::time_point io_check = clock::time_point::max();
   if (seen == run_state::running) {
-    const io_watch::plan io = io_watch_.before_idle(*shared_.reactors, [] { return clock::now(); });
+    const io_watch::plan io = io_watch_.before_idle(*shared_.reactors, [] { return clock_now(); });
     if (io.rescue != io_watch::none) {
       std::size_t ran = 0;
       try {

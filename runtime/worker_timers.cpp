@@ -3,6 +3,7 @@
 // begins (worker.hpp has the class; owner only, like the timer queue).
 #include "worker.hpp"
 
+#include "clock_now.hpp"
 #include "hot.hpp"
 
 namespace urt::detail {
@@ -19,7 +20,7 @@ clock::time_point saturating_add(clock::time_point t, clock::duration d) noexcep
 URT_HOT clock::time_point worker::release_horizon() const noexcept {
   // A timed spawn increments the hint before its push, so a node whose
   // spawn returned before this read is counted, or taken already.
-  return timers_.empty() && !inbox_.timed_pending() ? clock::time_point::min() : clock::now();
+  return timers_.empty() && !inbox_.timed_pending() ? clock::time_point::min() : clock_now();
 }
 
 URT_HOT void worker::release_due(clock::time_point horizon) noexcept {
@@ -59,7 +60,7 @@ void worker::rearm_series(task_node* node, periodic_state& series) noexcept {
       !series.cancelled.load(std::memory_order_acquire)) {
     node->release = saturating_add(node->release, node->period);
     if (series.overrun == overrun_policy::skip) {
-      const clock::time_point now = clock::now();
+      const clock::time_point now = clock_now();
       if (node->release < now) {
         // In unsigned arithmetic, where now - release is exact for any
         // start (time_point::min() included): the releases in [release,

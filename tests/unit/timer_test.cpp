@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "clock_now.hpp"
 #include "timer_queue.hpp"
 #include "urt/urt.hpp"
 
@@ -57,6 +58,20 @@ constexpr wake_setup wake_setups[] = {
 
 
 }  // namespace
+
+TEST_CASE("timer: the runtime's clock reads are urt::clock's, interleaved in order") {
+  // clock_now() (clock_gettime(CLOCK_MONOTONIC), the runtime's own reads)
+  // and urt::clock::now() (a user's deadlines) read one clock: read in
+  // turns, neither ever goes behind the other.
+  urt::clock::time_point last = urt::clock::now();
+  for (int i = 0; i < 100000; ++i) {
+    const urt::clock::time_point ours = urt::detail::clock_now();
+    REQUIRE(ours >= last);
+    const urt::clock::time_point theirs = urt::clock::now();
+    REQUIRE(theirs >= ours);
+    last = theirs;
+  }
+}
 
 TEST_CASE("timer: the timer queue pops in release order and filters") {
   std::vector<urt::detail::task_node> nodes(200);
