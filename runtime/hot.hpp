@@ -7,12 +7,13 @@
 // the path spans a few pages of code instead of the whole library's
 // text. A wake-up after an idle stretch finds the instruction cache and
 // the TLB cold (the CPU ran other threads meanwhile), and a TLB miss in a
-// virtual machine is a two-level page walk: on the 2-core VM, the code of
-// that path spread over 27 pages, and linked together (10 pages) the
-// user-space part of an idle wake-up, from the spawn's call to the
-// task's start on the worker, took 2-4 us less at the median
-// (bench/README.md, "The wake-up path's code, together"). The attribute
-// also optimizes the function for speed over size.
+// virtual machine is a two-level page walk: on the 2-core VM the path's
+// code lay on 21 pages, in .text.hot on 12, and the user-space part of an
+// idle wake-up (the spawn's call to its futex wake, plus the worker's
+// return from its futex wait to the task's first line) took 1.4-2.9 us
+// less at the median (bench/README.md, "urt-peers (b): the wake-up path's
+// code, together"). The attribute also optimizes the function for speed
+// over size.
 //
 // Only on definitions in runtime/*.cpp: a function inlined into its
 // callers has no section of its own, and templates are emitted in the
