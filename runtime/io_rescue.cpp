@@ -6,8 +6,8 @@
 
 namespace urt::detail {
 
-URT_HOT io_watch::plan io_watch::before_idle(const io_peers& peers,
-                                             function_ref<clock::time_point()> clock_now) noexcept {
+URT_HOT io_watch::plan io_watch::before_idle(
+    const io_peers& peers, function_ref<clock::time_point()> read_clock) noexcept {
   plan p;
   const unsigned n = peers.worker_count();
   if (n < 2) return p;
@@ -27,7 +27,7 @@ URT_HOT io_watch::plan io_watch::before_idle(const io_peers& peers,
                                                ? s.last_look + patience_
                                                : clock::time_point::max();
         if (!have_now) {
-          now = clock_now();
+          now = read_clock();
           have_now = true;
         }
         if (now >= stale_at) {
