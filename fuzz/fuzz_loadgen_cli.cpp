@@ -3,12 +3,12 @@
 // Checks: a rejection is a loadgen::usage_error with a message (any other
 // exception escapes and is a crash); an accepted command line has every
 // value inside the range --help documents (and --rounds x --duration at
-// most an hour), sorted distinct points, a
-// client that --spin-us auto lets spin only on CPUs of its own, and
-// targets that resolve_targets() either orders with the baseline first or
-// rejects with a message; every interval the run derives from the rates
-// (1 / --control-rate, connections / the smallest offered rate) converts
-// to nanoseconds without overflow (ns_of saturates at a day).
+// most an hour), sorted distinct points, a client that --spin-us auto lets
+// spin only on CPUs of its own, and targets that resolve_targets() either
+// orders with the baseline first or rejects with a message; every interval
+// the run derives from the rates (1 / --control-rate, connections / the
+// smallest offered rate) converts to nanoseconds without overflow (ns_of
+// saturates at a day).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
