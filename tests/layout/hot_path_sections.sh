@@ -1,6 +1,6 @@
 #!/bin/sh
-# The functions of the path every task takes are in .text.hot, where the
-# linker places them together (runtime/hot.hpp says why). Run on an
+# The functions of the path every task takes are in .text.hot, where GNU
+# ld places them together (runtime/hot.hpp says why). Run on an
 # optimized GCC build (-O2 and up reorder functions; -O1 does not):
 #   hot_path_sections.sh OBJDUMP LIBURT.a
 # Fails naming each listed function whose definition is in another section,
