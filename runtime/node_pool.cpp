@@ -29,10 +29,7 @@ class depot {
   // std::bad_alloc only while growing.
   std::size_t take(task_node** out) {
     std::lock_guard lock(mutex_);
-    if (free_.empty()) {
-      if (at_cap()) return 0;
-      grow();
-    }
+    if (!has_free()) return 0;
     const std::size_t n = std::min(pool_batch, free_.size());
     std::copy(free_.end() - static_cast<std::ptrdiff_t>(n), free_.end(), out);
     free_.resize(free_.size() - n);
@@ -42,10 +39,7 @@ class depot {
   // nullptr as take()'s 0.
   task_node* take_one() {
     std::lock_guard lock(mutex_);
-    if (free_.empty()) {
-      if (at_cap()) return nullptr;
-      grow();
-    }
+    if (!has_free()) return nullptr;
     task_node* node = free_.back();
     free_.pop_back();
     return node;
@@ -66,7 +60,14 @@ class depot {
   std::atomic<std::size_t> heap_nodes{0};
 
  private:
-  [[nodiscard]] bool at_cap() const noexcept { return chunks_.size() * pool_batch >= pool_cap; }
+  // Under the mutex: whether a free node is there, growing by one chunk
+  // when none is and the pool is below pool_cap (may throw as grow()).
+  bool has_free() {
+    if (!free_.empty()) return true;
+    if (chunks_.size() * pool_batch >= pool_cap) return false;
+    grow();
+    return true;
+  }
 
   void grow() {
     // Everything that may throw comes first: a failed grow changes nothing
