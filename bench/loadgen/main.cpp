@@ -205,6 +205,18 @@ struct tally {
   std::vector<std::int64_t> control_ns, bulk_ns, lag_ns;
   std::uint64_t control_sent = 0, bulk_sent = 0, bulk_in_window = 0;
   std::uint64_t control_errors = 0, bulk_errors = 0;
+
+  // Adds another phase's samples and counts (a point's rounds, pooled).
+  void add(const tally& t) {
+    control_ns.insert(control_ns.end(), t.control_ns.begin(), t.control_ns.end());
+    bulk_ns.insert(bulk_ns.end(), t.bulk_ns.begin(), t.bulk_ns.end());
+    lag_ns.insert(lag_ns.end(), t.lag_ns.begin(), t.lag_ns.end());
+    control_sent += t.control_sent;
+    bulk_sent += t.bulk_sent;
+    bulk_in_window += t.bulk_in_window;
+    control_errors += t.control_errors;
+    bulk_errors += t.bulk_errors;
+  }
 };
 
 struct connection {
@@ -713,18 +725,14 @@ void write_file(const std::string& flag, const std::string& path, const std::str
   if (!f) throw failure(flag + ": cannot write \"" + path + "\"");
 }
 
-// One point's samples over the rounds run so far.
-struct pooled_point {
-  tally all;
-  unsigned rounds = 0;
-};
-
 struct runner {
   const options& o;
   unsigned bulk_conns;
   run_result& res;
-  std::map<std::string, std::vector<pooled_point>> pooled;  // by server name, one per point
-  unsigned round = 0;                                       // the round running now, from 0
+  // Each point's samples over the rounds run so far, by server name (one
+  // tally per point; the point's round_p99 counts its rounds).
+  std::map<std::string, std::vector<tally>> pooled;
+  unsigned round = 0;  // the round running now, from 0
 
   // One round of one point: its tally joins the point's pool.
   void run_point(session& s, server_result& sr, std::size_t i) {
@@ -737,23 +745,11 @@ struct runner {
     ph.measure_from = ph.start + ns_of(o.warmup_s);
     ph.stop = ph.measure_from + ns_of(o.duration_s);
     tally t = s.run(ph);
-    // This round alone, for the progress line and the JSON.
-    std::vector<std::int64_t> control = t.control_ns;
-    const latency_summary alone = summarize(control);
+    // This round alone, for the progress line and the JSON (summarize()
+    // sorts the samples in place; the pool sorts them again at the end).
+    const latency_summary alone = summarize(t.control_ns);
     p.round_p99.push_back(alone.p99);
-    pooled_point& pp = pooled[sr.name][i];
-    const auto append = [](std::vector<std::int64_t>& to, const std::vector<std::int64_t>& from) {
-      to.insert(to.end(), from.begin(), from.end());
-    };
-    append(pp.all.control_ns, t.control_ns);
-    append(pp.all.bulk_ns, t.bulk_ns);
-    append(pp.all.lag_ns, t.lag_ns);
-    pp.all.control_sent += t.control_sent;
-    pp.all.bulk_sent += t.bulk_sent;
-    pp.all.bulk_in_window += t.bulk_in_window;
-    pp.all.control_errors += t.control_errors;
-    pp.all.bulk_errors += t.bulk_errors;
-    ++pp.rounds;
+    pooled[sr.name][i].add(t);
     std::fprintf(
         stderr,
         "urt-loadgen: %s: %s%g%%: offered %.0f/s, bulk %.0f/s, control p99 %.1f us, %llu errors\n",
@@ -767,18 +763,19 @@ struct runner {
     auto found = pooled.find(sr.name);
     if (found == pooled.end()) return;
     for (std::size_t i = 0; i < sr.points.size(); ++i) {
-      pooled_point& pp = found->second[i];
-      if (pp.rounds == 0) continue;
       point_result& p = sr.points[i];
+      if (p.round_p99.empty()) continue;  // no round of it ran
+      tally& all = found->second[i];
+      const auto rounds = static_cast<double>(p.round_p99.size());
       p.ran = true;
-      p.bulk_rate = static_cast<double>(pp.all.bulk_in_window) / (o.duration_s * pp.rounds);
-      p.control = summarize(pp.all.control_ns);
-      p.bulk = summarize(pp.all.bulk_ns);
-      p.lag = summarize(pp.all.lag_ns);
-      p.control_sent = pp.all.control_sent;
-      p.bulk_sent = pp.all.bulk_sent;
-      p.control_errors = pp.all.control_errors;
-      p.bulk_errors = pp.all.bulk_errors;
+      p.bulk_rate = static_cast<double>(all.bulk_in_window) / (o.duration_s * rounds);
+      p.control = summarize(all.control_ns);
+      p.bulk = summarize(all.bulk_ns);
+      p.lag = summarize(all.lag_ns);
+      p.control_sent = all.control_sent;
+      p.bulk_sent = all.bulk_sent;
+      p.control_errors = all.control_errors;
+      p.bulk_errors = all.bulk_errors;
     }
   }
 
