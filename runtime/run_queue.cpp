@@ -11,6 +11,7 @@ run_queue::run_queue() noexcept {
 void run_queue::mark(int level) noexcept {
   const unsigned bit = bit_of(level);
   bitmap_[bit / 64] |= std::uint64_t{1} << (bit % 64);
+  if (level > top_) top_ = level;
 }
 
 void run_queue::unmark_if_empty(int level) noexcept {
@@ -18,6 +19,7 @@ void run_queue::unmark_if_empty(int level) noexcept {
   if (head.next == &head) {
     const unsigned bit = bit_of(level);
     bitmap_[bit / 64] &= ~(std::uint64_t{1} << (bit % 64));
+    if (level == top_) top_ = scan_top();
   }
 }
 

@@ -115,6 +115,12 @@ TEST_CASE("run_queue: randomized differential test against a reference model") {
     std::size_t model_size = 0;
     // A small level range makes ties (FIFO) and empty levels both frequent.
     const int span = seed % 2 == 0 ? 100 : 4;
+    const auto model_top = [&model] {
+      for (int l = 99; l >= 0; --l) {
+        if (!model[static_cast<std::size_t>(l)].empty()) return l;
+      }
+      return -1;
+    };
     for (int step = 0; step < 20000; ++step) {
       const unsigned op = rng() % 10;
       if (op < 4 || queued.empty()) {  // push_back
@@ -134,13 +140,7 @@ TEST_CASE("run_queue: randomized differential test against a reference model") {
         queued.push_back(x.get());
         ++model_size;
       } else if (op < 8) {  // pop
-        int top = -1;
-        for (int l = 99; l >= 0; --l) {
-          if (!model[static_cast<std::size_t>(l)].empty()) {
-            top = l;
-            break;
-          }
-        }
+        const int top = model_top();
         REQUIRE(rq.top_level() == top);
         rq_link* got = rq.pop();
         REQUIRE(got != nullptr);
@@ -159,6 +159,9 @@ TEST_CASE("run_queue: randomized differential test against a reference model") {
         --model_size;
       }
       REQUIRE(rq.size() == model_size);
+      // After every kind of operation, not only before a pop: the queue
+      // keeps its top level rather than scanning for it.
+      REQUIRE(rq.top_level() == model_top());
     }
     for (int l = 99; l >= 0; --l) {
       for (int id : model[static_cast<std::size_t>(l)]) REQUIRE(of(rq.pop()).id == id);
