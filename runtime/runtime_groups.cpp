@@ -41,6 +41,9 @@ group runtime::make_group(const group_options& opts) {
                                 std::to_string(max_name));
   }
   if (opts.budget) detail::validate_group_budget(*opts.budget, "runtime::make_group: group_options.budget");
+  // Acquire: pairs with stop()'s seq_cst store of the state. Only a
+  // refusal: a group made while stop() begins is harmless (no task of it
+  // can be spawned once the spawn checks see the stop).
   if (impl_->shared.state.load(std::memory_order_acquire) != run_state::running) {
     throw runtime_stopped("runtime::make_group: the runtime is stopped or stopping");
   }
@@ -63,6 +66,8 @@ group runtime::make_group(const group_options& opts) {
 void runtime::set_bandwidth(group g, std::optional<group_budget> budget) {
   impl_->check_group(g, "runtime::set_bandwidth");
   if (budget) detail::validate_group_budget(*budget, "runtime::set_bandwidth: budget");
+  // Acquire: as in make_group(). A budget set while stop() begins is
+  // harmless: stopping workers hold nothing back (consult_budgets()).
   if (impl_->shared.state.load(std::memory_order_acquire) != run_state::running) {
     throw runtime_stopped("runtime::set_bandwidth: the runtime is stopped or stopping");
   }
@@ -85,6 +90,7 @@ group_stats runtime::stats(group g) const {
 
 void runtime::set_bandwidth(const bandwidth_options& opts) {
   detail::validate_bandwidth(opts, "runtime::set_bandwidth: bandwidth");
+  // Acquire: as in set_bandwidth(group, ...).
   if (impl_->shared.state.load(std::memory_order_acquire) != run_state::running) {
     throw runtime_stopped("runtime::set_bandwidth: the runtime is stopped or stopping");
   }

@@ -149,6 +149,9 @@ URT_HOT runtime::spawn_ticket runtime::begin_executor_spawn(priority_t p,
 
 urt::executor runtime::executor(const task_spec& spec) {
   impl_->check_spec(spec, "runtime::executor: task_spec");
+  // Acquire: pairs with stop()'s seq_cst store of the state. Only a
+  // refusal: an executor made while stop() begins backs out of its first
+  // spawn (begin_executor_spawn()).
   if (impl_->shared.state.load(std::memory_order_acquire) != run_state::running) {
     throw runtime_stopped("runtime::executor: the runtime is stopping or stopped");
   }
@@ -173,6 +176,7 @@ urt::executor runtime::executor(const task_spec& spec, unsigned home) {
     throw std::invalid_argument("runtime::executor: home: worker " + std::to_string(home) +
                                 " is outside task_spec.affinity");
   }
+  // Acquire: as in executor(spec).
   if (impl_->shared.state.load(std::memory_order_acquire) != run_state::running) {
     throw runtime_stopped("runtime::executor: the runtime is stopping or stopped");
   }
