@@ -5,8 +5,9 @@
 // Why: GCC puts a function with the hot attribute in .text.hot, and GNU ld
 // (the system linker here) and gold place every object's .text.hot
 // together, so the path spans a few pages of code instead of the whole
-// library's text (lld does so only with -z keep-text-section-prefix). A wake-up after an idle stretch finds the instruction cache and
-// the TLB cold (the CPU ran other threads meanwhile), and a TLB miss in a
+// library's text (lld does so only with -z keep-text-section-prefix). A
+// wake-up after an idle stretch finds the instruction cache and the TLB
+// cold (the CPU ran other threads meanwhile), and a TLB miss in a
 // virtual machine is a two-level page walk: on the 2-core VM the path's
 // code lay on 21 pages, in .text.hot on 12, and the user-space part of an
 // idle wake-up (the spawn's call to its futex wake, plus the worker's

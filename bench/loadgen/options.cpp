@@ -10,6 +10,11 @@
 namespace loadgen {
 namespace {
 
+// The most seconds one point is measured for, in one round (--duration) or
+// over all its rounds (--rounds x --duration): its samples are kept until
+// the end.
+constexpr double max_point_s = 3600;
+
 [[noreturn]] void bad(std::string_view flag, std::string_view value, std::string_view why) {
   throw usage_error(std::string(flag) + ": \"" + std::string(value) + "\" " + std::string(why));
 }
@@ -208,7 +213,7 @@ options parse_options(const std::vector<std::string>& args) {
         bad(flag, value, "names a point twice");
       }
     } else if (name == "--duration") {
-      o.duration_s = real(flag, value, 0.05, 3600, false);
+      o.duration_s = real(flag, value, 0.05, max_point_s, false);
     } else if (name == "--rounds") {
       o.rounds = static_cast<unsigned>(integer(flag, value, 1, 100));
     } else if (name == "--warmup") {
@@ -273,11 +278,12 @@ options parse_options(const std::vector<std::string>& args) {
   if (!o.server_args.empty() && o.server.empty()) throw usage_error("--server-args: only with --server");
   if (!o.server_cpus.empty() && o.server.empty()) throw usage_error("--server-cpus: only with --server");
   // Every round's samples are kept until the end: bounded as one long point is.
-  if (static_cast<double>(o.rounds) * o.duration_s > 3600) {
+  if (const double measured = static_cast<double>(o.rounds) * o.duration_s;
+      measured > max_point_s) {
     char text[160];
     std::snprintf(text, sizeof text,
-                  "--rounds: %u rounds of --duration %g s measure %g s per point; at most 3600 s",
-                  o.rounds, o.duration_s, static_cast<double>(o.rounds) * o.duration_s);
+                  "--rounds: %u rounds of --duration %g s measure %g s per point; at most %g s",
+                  o.rounds, o.duration_s, measured, max_point_s);
     throw usage_error(text);
   }
   return o;
