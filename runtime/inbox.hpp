@@ -248,6 +248,9 @@ class inbox {
            0;
   }
 
+  /// Owner: the most urgent level that may hold pushed nodes, or -1.
+  [[nodiscard]] int most_urgent() const noexcept { return top(); }
+
  private:
   // Bit b of word w: level 64 * w + b.
   static constexpr unsigned word_of(unsigned level) noexcept { return level / 64; }

@@ -40,6 +40,16 @@ struct placement_rotation {
              : cpupri::none;
 }
 
+/// How many more tasks than the worker on an outside caller's own CPU the
+/// least-loaded other worker may hold before that worker takes the task
+/// after all (place_on(), below). Measured in bench/README.md ("urt-peers
+/// (a): the quick pick, kept"): with 1,024 the 10,000 tasks of urt-peers
+/// (d) spilled onto the caller's CPU's worker and the urgent task's start
+/// went above 75 us in 5-49 of 200 samples per process (0-2 before); with
+/// no limit a flood of a million tasks from one thread outran the one
+/// worker taking them and the node pool's cap (96,000-124,000 heap nodes).
+inline constexpr std::uint64_t caller_cpu_margin = 8192;
+
 /// For place_on()'s `continuation_of`: the spawn is not a continuation.
 inline constexpr priority_t no_continuation = -1;
 
@@ -85,7 +95,12 @@ inline constexpr priority_t no_continuation = -1;
 /// there waits until the caller blocks or the OS switches them (up to a
 /// time slice), while an awake worker on another CPU takes it at its next
 /// scheduling point. So such a worker, at the same cpupri level or lower,
-/// is preferred to it (not one that is parked or being woken).
+/// is preferred to it (not one that is parked or being woken). In the
+/// least-loaded choice, too, it comes last: it takes the task only when
+/// every other allowed worker holds caller_cpu_margin more tasks than it.
+/// Queued there, a burst from the caller waited for the caller's CPU, and
+/// a peer pushing to that worker or claiming from it spun on its queue
+/// lock while the OS had preempted it inside a step (bench/README.md).
 template <class Workers>
 unsigned place_on(const cpupri& prio, const Workers& workers,
                   std::span<const unsigned> worker_of_pu, priority_t priority,
@@ -125,6 +140,7 @@ unsigned place_on(const cpupri& prio, const Workers& workers,
   unsigned best = n;  // replaced by the first worker considered
   std::uint64_t best_load = 0;
   const auto consider = [&](unsigned w) {
+    if (w == mine) return false;  // not running now (see above): settled last
     const std::uint64_t load = workers.load(w);
     if (best == n || load < best_load) {
       best = w;
@@ -132,11 +148,19 @@ unsigned place_on(const cpupri& prio, const Workers& workers,
     }
     return load == 0;  // an idle worker cannot be beaten
   };
+  // The caller's own CPU's worker (above) only when no other is allowed,
+  // or every other one holds caller_cpu_margin more tasks than it.
+  const auto settle = [&] {
+    if (best == n) return mine;
+    const bool mine_allowed =
+        mine != cpupri::none && mine < n && (affinity == nullptr || affinity->contains(mine));
+    return mine_allowed && workers.load(mine) + caller_cpu_margin < best_load ? mine : best;
+  };
   if (affinity == nullptr) {
     for (unsigned i = 0; i < n; ++i) {
       if (consider((start + i) % n)) break;
     }
-    return best;
+    return settle();
   }
   const worker_set& allowed = *affinity;
   for (unsigned w = allowed.next(start); w < n; w = allowed.next(w + 1)) {
@@ -145,7 +169,7 @@ unsigned place_on(const cpupri& prio, const Workers& workers,
   for (unsigned w = allowed.first(); w < start; w = allowed.next(w + 1)) {
     if (consider(w)) return w;
   }
-  return best;
+  return settle();
 }
 
 class placement {

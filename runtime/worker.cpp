@@ -145,7 +145,50 @@ URT_HOT void worker::loop() {
   }
 }
 
+URT_HOT task_node* worker::quick_step() noexcept {
+  q_.lock.lock();
+  quick_pick::view v;
+  v.ran = q_.running;
+  v.queue_top = q_.rq.top_level();
+  v.inbox_top = inbox_.most_urgent();
+  v.inbox_walking = inbox_.walking_level();
+  v.lowered = q_.lowered;
+  v.fifo_held = q_.fifo_held;
+  // As consult_budgets() decides whether to look, for a pick at `ran`.
+  v.budgets_look =
+      groups_.any() || (bandwidth_.active() && v.ran >= 0 &&
+                        bandwidth_.must_look(class_of_task(v.ran), q_.rq.has(priority_normal)));
+  v.params_changed = shared_.bandwidth_params->version() != bandwidth_version_;
+  v.timers = !timers_.empty() || inbox_.timed_pending();
+  v.resched_above = shared_.resched->pending_above(v.ran);
+  v.hop_pending = balancer_.hop_pending();
+  v.put_off = put_off_cancelled_ != nullptr || put_off_completed_ != nullptr;
+  if (!quick_pick::allows(v)) {
+    q_.lock.unlock();
+    return nullptr;
+  }
+  // What step() does around the same pick (q_.running stays: same level).
+  task_node* node = q_.pop();
+  if (const rq_link* head = q_.rq.peek(); head != nullptr) __builtin_prefetch(head->next, 1);
+  shared_.strand->point(id_, [this] { return inbox_.pending(); });
+  shared_.migrate->publish(id_);  // the pushable top, when `node` was its last
+  const std::optional<std::uint64_t> push = balancer_.push_due();
+  q_.lock.unlock();
+  qsbr::quiescent();
+  cids_.at_switch(node->group);
+  if (push) balancer_.push_tasks(*push);
+  quick_.taken();
+  worker_counters::bump_relaxed(counters_.quick_picks);
+  return node;
+}
+
 URT_HOT task_node* worker::step(run_state seen) noexcept {
+  // After a task, its successor without the rest of this step when nothing
+  // the step decides on has changed (quick_pick.hpp).
+  if (seen == run_state::running && quick_.may_try()) {
+    if (task_node* node = quick_step()) return node;
+  }
+  quick_.full_step();
   migrator& m = *shared_.migrate;
   q_.lock.lock();
   const int before = q_.published;  // the level this worker showed until now

@@ -50,14 +50,15 @@
 #include "inbox.hpp"
 #include "io_poller.hpp"
 #include "parker.hpp"
+#include "quick_pick.hpp"
+#include "resched.hpp"
 #include "rt_queue.hpp"
 #include "runtime_shared.hpp"
-#include "resched.hpp"
 #include "stranded.hpp"
 #include "task_node.hpp"
 #include "timer_queue.hpp"
-#include "worker_counters.hpp"
 #include "urt/stats.hpp"
+#include "worker_counters.hpp"
 
 namespace urt::detail {
 
@@ -183,6 +184,9 @@ class worker {
   // next task, publish; then the migration the step calls for. Returns the
   // task to run, or nullptr.
   task_node* step(run_state seen) noexcept;
+  // step()'s first try after a task: the run queue's head at the level that
+  // ran, when quick_pick::allows() it; nullptr when a full step must run.
+  task_node* quick_step() noexcept;
   // What the budgets allow the next pick to take.
   struct pick_rule {
     bandwidth::allow allow = bandwidth::allow::any;
@@ -293,6 +297,7 @@ class worker {
   asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
   parker parker_;
   balancer balancer_;
+  quick_pick quick_;
   bandwidth bandwidth_;
   group_budgets groups_;
   cid_user cids_;

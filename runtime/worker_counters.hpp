@@ -44,6 +44,7 @@ struct worker_counters {
   std::atomic<std::uint64_t> take_overs{0};      // stranded_watch: stuck inboxes it took in
   std::atomic<std::uint64_t> stuck_pulls{0};     // balancer: pulls from a worker still stuck
   std::atomic<std::uint64_t> resched_claims{0};  // reschedule requests it claimed (resched.hpp)
+  std::atomic<std::uint64_t> quick_picks{0};     // tasks taken without a full step (quick_pick.hpp)
   std::atomic<std::uint64_t> io_rescued{0};      // io_watch: completions taken from stuck peers' reactors
   std::atomic<std::uint64_t> timer_spin_ns{0};   // parker: spun waiting for releases
   // Owner-written gauges (relaxed stores): the parker's adaptive values.

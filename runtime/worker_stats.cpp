@@ -51,6 +51,7 @@ worker_stats worker::stats() const noexcept {
   s.take_overs = get(c.take_overs);
   s.stuck_pulls = get(c.stuck_pulls);
   s.resched_claims = get(c.resched_claims);
+  s.quick_picks = get(c.quick_picks);
   s.wake_yields = get(c.wake_yields);
   s.migrated_in = get(q_.migrated_in);
   s.migrated_out = get(q_.migrated_out);

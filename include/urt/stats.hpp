@@ -38,6 +38,9 @@ struct worker_stats {
   /// reschedule requests it claimed: an urgent task queued behind another
   /// worker's running task, pulled here (at most one task per claim)
   std::uint64_t resched_claims = 0;
+  /// tasks it took after a task at the same priority without a full
+  /// scheduling step (nothing else for the step to do)
+  std::uint64_t quick_picks = 0;
   /// outside spawns of a task at priority 1..99 that woke it on the
   /// spawning thread's own CPU, where the spawner then yielded the CPU to
   /// it (worker_policy::other only)
@@ -88,6 +91,7 @@ struct worker_stats {
     take_overs += o.take_overs;
     stuck_pulls += o.stuck_pulls;
     resched_claims += o.resched_claims;
+    quick_picks += o.quick_picks;
     wake_yields += o.wake_yields;
     migrated_in += o.migrated_in;
     migrated_out += o.migrated_out;

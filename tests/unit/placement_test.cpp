@@ -109,6 +109,49 @@ TEST_CASE("placement: the caller's CPU-mate worker, not asleep, yields to an awa
   }
 }
 
+TEST_CASE("placement: the least-loaded choice takes the caller's CPU-mate last") {
+  using urt::detail::caller_cpu_margin;
+  // Every worker runs above the task's priority: cpupri finds none, and an
+  // outside caller's task goes to the least-loaded worker, not to the one
+  // on its CPU (worker 0) while another is within the margin of it.
+  struct loaded_view {
+    std::vector<std::uint64_t> loads;
+    [[nodiscard]] std::size_t size() const noexcept { return loads.size(); }
+    [[nodiscard]] std::uint64_t load(unsigned w) const noexcept { return loads[w]; }
+    [[nodiscard]] bool parking(unsigned) const noexcept { return false; }
+    [[nodiscard]] bool asleep(unsigned) const noexcept { return false; }
+  };
+  cpupri prio(cpupri_layout::per_llc_bytes, urt_test::places(urt_test::flat));
+  for (unsigned w = 0; w < 4; ++w) prio.set(w, 95);
+  const auto places = [&](const loaded_view& v, const worker_set* affinity) {
+    std::vector<unsigned> got;
+    for (unsigned r = 0; r < 8; ++r) {
+      placement_rotation rot{r, r};
+      got.push_back(
+          place_on(prio, v, worker_of_pu, 10, affinity, cpupri::none, outside_caller_cpu, rot));
+    }
+    return got;
+  };
+  // Idle by load, worker 0 would win; the least loaded of the others does.
+  loaded_view v{{0, 9, 5, 7}};
+  CHECK(all(places(v, nullptr), 2));
+  // Within the margin: still the others.
+  v.loads = {0, caller_cpu_margin, caller_cpu_margin + 3, caller_cpu_margin + 1};
+  CHECK(all(places(v, nullptr), 1));
+  // Every other one more than the margin above it: worker 0.
+  v.loads = {2, caller_cpu_margin + 3, caller_cpu_margin + 5, caller_cpu_margin + 4};
+  CHECK(all(places(v, nullptr), 0));
+  // Alone in the affinity, worker 0; beside one other, that one.
+  v.loads = {0, 9, 5, 7};
+  const worker_set only0{0};
+  const worker_set zero_three{0, 3};
+  CHECK(all(places(v, &only0), 0));
+  CHECK(all(places(v, &zero_three), 3));
+  // A caller on a CPU with no worker: the plain least-loaded answer.
+  placement_rotation rot;
+  CHECK(place_on(prio, v, worker_of_pu, 10, nullptr, cpupri::none, 7, rot) == 0);
+}
+
 TEST_CASE("placement: a caller on a CPU with no worker, or a task's own spawn, is unchanged") {
   cpupri prio(cpupri_layout::per_llc_bytes, urt_test::places(urt_test::flat));
   prio.set(0, 1);
