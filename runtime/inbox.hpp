@@ -248,8 +248,9 @@ class inbox {
            0;
   }
 
-  /// Owner: the most urgent level that may hold pushed nodes, or -1.
-  [[nodiscard]] int most_urgent() const noexcept { return top(); }
+  /// Any thread: the most urgent level whose bit is set (that may hold
+  /// pushed nodes), or -1.
+  [[nodiscard]] int top() const noexcept { return top_below(priority_levels); }
 
  private:
   // Bit b of word w: level 64 * w + b.
@@ -257,8 +258,6 @@ class inbox {
   static constexpr std::uint64_t mask_of(unsigned level) noexcept {
     return std::uint64_t{1} << (level % 64);
   }
-  // The most urgent level whose bit is set, or -1.
-  [[nodiscard]] int top() const noexcept { return top_below(priority_levels); }
   // The most urgent level below `level` whose bit is set, or -1.
   [[nodiscard]] int top_below(int level) const noexcept {
     for (int w = (level - 1) / 64; w >= 0 && level > 0; --w) {

@@ -150,14 +150,11 @@ URT_HOT task_node* worker::quick_step() noexcept {
   quick_pick::view v;
   v.ran = q_.running;
   v.queue_top = q_.rq.top_level();
-  v.inbox_top = inbox_.most_urgent();
+  v.inbox_top = inbox_.top();
   v.inbox_walking = inbox_.walking_level();
   v.lowered = q_.lowered;
   v.fifo_held = q_.fifo_held;
-  // As consult_budgets() decides whether to look, for a pick at `ran`.
-  v.budgets_look =
-      groups_.any() || (bandwidth_.active() && v.ran >= 0 &&
-                        bandwidth_.must_look(class_of_task(v.ran), q_.rq.has(priority_normal)));
+  v.budgets_look = budgets_look();
   v.params_changed = shared_.bandwidth_params->version() != bandwidth_version_;
   v.timers = !timers_.empty() || inbox_.timed_pending();
   v.resched_above = shared_.resched->pending_above(v.ran);
@@ -288,24 +285,25 @@ URT_HOT worker::pick_rule worker::consult_budgets(bool stopping) noexcept {
     q_.fifo_held = false;
     return rule;
   }
-  const bool normal_waiting = q_.rq.has(priority_normal);
-  bool look = groups_.any();  // group budgets charge every FIFO task switch
-  if (!look && bandwidth_.active()) {
-    // The class pop() would take without a budget.
-    const int top = q_.rq.top_level();
-    const run_class next = top < 0 ? run_class::idle : class_of_task(top);
-    look = bandwidth_.must_look(next, normal_waiting);
-  }
-  if (!look) return rule;
+  if (!budgets_look()) return rule;
   const clock::time_point now = clock_now();
   if (groups_.any()) rule.groups_held = groups_.look(now);
   if (bandwidth_.active()) {
     bandwidth_.tick(now);
-    rule.allow = bandwidth_.decide(now, normal_waiting);
+    rule.allow = bandwidth_.decide(now, q_.rq.has(priority_normal));
     q_.fifo_held = bandwidth_.holding();
     rule.budget_looked = true;
   }
   return rule;
+}
+
+URT_HOT bool worker::budgets_look() const noexcept {
+  if (groups_.any()) return true;  // group budgets charge every FIFO task switch
+  if (!bandwidth_.active()) return false;
+  // The class pop() would take without a budget.
+  const int top = q_.rq.top_level();
+  const run_class next = top < 0 ? run_class::idle : class_of_task(top);
+  return bandwidth_.must_look(next, q_.rq.has(priority_normal));
 }
 
 URT_HOT task_node* worker::pick(const pick_rule& rule) noexcept {

@@ -198,6 +198,9 @@ class worker {
   /// `stopping`: stop() has begun; budgets then hold nothing back, so that
   /// a drain runs what is held now instead of waiting out periods.
   pick_rule consult_budgets(bool stopping) noexcept;
+  // Under the queue lock: whether a budget looks at the next pick (the run
+  // queue's top); consult_budgets() and quick_step() ask the same.
+  [[nodiscard]] bool budgets_look() const noexcept;
   // Under the queue lock: the most urgent task the rule allows, unlinked.
   task_node* pick(const pick_rule& rule) noexcept;
   void close() noexcept;
