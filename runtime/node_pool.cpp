@@ -1,8 +1,27 @@
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
-#include <memory>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
 #include <mutex>
-#include <vector>
+#include <new>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define URT_NODE_POOL_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define URT_NODE_POOL_LSAN 1
+#endif
+#endif
+#ifndef URT_NODE_POOL_LSAN
+#define URT_NODE_POOL_LSAN 0
+#endif
+#if URT_NODE_POOL_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "hot.hpp"
 #include "node_pool.hpp"
@@ -10,12 +29,25 @@
 namespace urt::detail::node_pool {
 namespace {
 
-// The shared depot: a stack of free node pointers, and every chunk ever
-// allocated. Never destroyed: a runtime with static storage duration (a
-// global, a function-local singleton) is made before the depot, which
-// comes with the first spawn, so it is destroyed after it and still has
-// tasks to drain (and workers giving nodes back) when the depot would go.
-// Its memory stays reachable until the process ends.
+// The shared depot: every node the pool has made, in one address range,
+// and a bitmap of the free ones. Never destroyed: a runtime with static
+// storage duration (a global, a function-local singleton) is made before
+// the depot, which comes with the first spawn, so it is destroyed after it
+// and still has tasks to drain (and workers giving nodes back) when the
+// depot would go. Its memory stays mapped until the process ends.
+//
+// Why a bitmap, lowest address first: a node is handed out by one thread,
+// run and released by another, and magazines trade them in batches, so a
+// free list (a stack of pointers) mixed the nodes of every chunk after a
+// few bursts. A spawn flood then wrote and a worker read nodes scattered
+// over the pool's 40 MiB: each node a cache and TLB miss of its own. In a
+// process that posted a million tasks a run, the throughput fell run after
+// run, from 12-13 to 4.5-6.7 M tasks/s, and sorting the free list between
+// runs kept it at 12-14 (bench/README.md, "urt-peers (f): the node pool's
+// order"). Handing out the lowest free nodes, in address order, keeps the
+// nodes in use packed at the start of the range and each batch on
+// consecutive lines, whatever order they came back in.
+//
 // Magazines hold pointers, not linked nodes: taking a node never reads the
 // node itself, whose cache lines were last written on another core.
 class depot {
@@ -24,35 +56,53 @@ class depot {
     static depot& d = *new depot;  // immortal (see above)
     return d;
   }
-  // Fills out[0..n) with free nodes, n <= pool_batch; grows by one chunk
-  // when empty, below pool_cap; 0 when empty at pool_cap. Throws
+  // Fills out[0..n) with free nodes, n <= pool_batch, the lowest free
+  // addresses in descending order (a magazine hands out its last slot
+  // first, so they are used in ascending order); grows by one chunk when
+  // none is free, below pool_cap; 0 when none is free at pool_cap. Throws
   // std::bad_alloc only while growing.
   std::size_t take(task_node** out) {
     std::lock_guard lock(mutex_);
     if (!has_free()) return 0;
-    const std::size_t n = std::min(pool_batch, free_.size());
-    std::copy(free_.end() - static_cast<std::ptrdiff_t>(n), free_.end(), out);
-    free_.resize(free_.size() - n);
+    task_node* taken[pool_batch];
+    std::size_t n = 0;
+    while (n < pool_batch && free_count_ > 0) {
+      const std::size_t w = lowest_word();
+      std::uint64_t bits = free_[w];
+      while (bits != 0 && n < pool_batch) {
+        const auto bit = static_cast<std::size_t>(std::countr_zero(bits));
+        bits &= bits - 1;
+        taken[n++] = &nodes_[w * pool_batch + bit];
+      }
+      mark_taken(w, free_[w] & ~bits);
+    }
+    std::reverse_copy(taken, taken + n, out);
     return n;
   }
-  // One free node, for a thread whose magazine is closed; grows as take(),
-  // nullptr as take()'s 0.
+  // One free node, the lowest, for a thread whose magazine is closed;
+  // grows as take(), nullptr as take()'s 0.
   task_node* take_one() {
     std::lock_guard lock(mutex_);
     if (!has_free()) return nullptr;
-    task_node* node = free_.back();
-    free_.pop_back();
-    return node;
+    const std::size_t w = lowest_word();
+    const std::uint64_t bit = free_[w] & -free_[w];
+    mark_taken(w, bit);
+    return &nodes_[w * pool_batch + static_cast<std::size_t>(std::countr_zero(bit))];
   }
-  // Takes back n nodes. Never allocates: free_ has room for every node.
+  // Takes back n pooled nodes. Never allocates.
   void give(task_node* const* in, std::size_t n) noexcept {
     std::lock_guard lock(mutex_);
-    free_.insert(free_.end(), in, in + n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto index = static_cast<std::size_t>(in[i] - nodes_);
+      const std::size_t w = index / pool_batch;
+      free_[w] |= std::uint64_t{1} << (index % pool_batch);
+      nonempty_[w / 64] |= std::uint64_t{1} << (w % 64);
+    }
+    free_count_ += n;
   }
   depot_shape shape() noexcept {
     std::lock_guard lock(mutex_);
-    return {chunks_.size(), chunks_.capacity(), free_.capacity(),
-            heap_nodes.load(std::memory_order_relaxed)};
+    return {chunks_, free_count_, heap_nodes.load(std::memory_order_relaxed)};
   }
 
   // Heap nodes made past pool_cap and not released yet (relaxed: a
@@ -60,33 +110,85 @@ class depot {
   std::atomic<std::size_t> heap_nodes{0};
 
  private:
+  static_assert(pool_batch == 64, "a chunk is one word of the free bitmap");
+  static constexpr std::size_t max_chunks = pool_cap / pool_batch;
+  // The range's size, whole 2 MiB pages: the kernel backs an aligned 2 MiB
+  // of it with one huge page where transparent huge pages allow (one TLB
+  // entry for 6,553 nodes; see grow()).
+  static constexpr std::size_t huge_page = std::size_t{2} << 20;
+  static constexpr std::size_t range_bytes =
+      (pool_cap * sizeof(task_node) + huge_page - 1) / huge_page * huge_page;
+
   // Under the mutex: whether a free node is there, growing by one chunk
   // when none is and the pool is below pool_cap (may throw as grow()).
   bool has_free() {
-    if (!free_.empty()) return true;
-    if (chunks_.size() * pool_batch >= pool_cap) return false;
+    if (free_count_ > 0) return true;
+    if (chunks_ == max_chunks) return false;
     grow();
     return true;
   }
 
+  // Under the mutex, free_count_ > 0: the lowest word of free_ with a bit set.
+  [[nodiscard]] std::size_t lowest_word() const noexcept {
+    std::size_t s = 0;
+    while (nonempty_[s] == 0) ++s;
+    return s * 64 + static_cast<std::size_t>(std::countr_zero(nonempty_[s]));
+  }
+  // Under the mutex: the nodes of `bits` in word w are taken.
+  void mark_taken(std::size_t w, std::uint64_t bits) noexcept {
+    free_[w] &= ~bits;
+    if (free_[w] == 0) nonempty_[w / 64] &= ~(std::uint64_t{1} << (w % 64));
+    free_count_ -= static_cast<std::size_t>(std::popcount(bits));
+  }
+
+  // The range is reserved whole (PROT_NONE, no memory) at the first grow;
+  // each grow makes the next chunk's pages readable and writable (the
+  // commit, which fails as an allocation would) and constructs its nodes.
   void grow() {
-    // Everything that may throw comes first: a failed grow changes nothing
-    // but spare capacity. Both lists double when full (amortized O(1) per
-    // chunk); reserving just one more chunk copied the whole chunk list
-    // under the mutex on every grow, quadratic in the pool's size.
-    auto block = std::make_unique<task_node[]>(pool_batch);
-    const std::size_t nodes = (chunks_.size() + 1) * pool_batch;
-    if (free_.capacity() < nodes) free_.reserve(std::max(nodes, 2 * free_.capacity()));
-    if (chunks_.size() == chunks_.capacity()) {
-      chunks_.reserve(std::max<std::size_t>(16, 2 * chunks_.capacity()));
+    if (nodes_ == nullptr) {
+      // One huge page more than the range, to align its start.
+      void* p = mmap(nullptr, range_bytes + huge_page, PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      const auto at = reinterpret_cast<std::uintptr_t>(p);
+      const std::uintptr_t aligned = (at + huge_page - 1) & ~(huge_page - 1);
+      nodes_ = reinterpret_cast<task_node*>(aligned);
     }
-    for (std::size_t i = pool_batch; i-- > 0;) free_.push_back(&block[i]);
-    chunks_.push_back(std::move(block));
+    const std::size_t first = chunks_ * pool_batch;
+    auto* const from = reinterpret_cast<std::byte*>(nodes_ + first);
+    auto* const to = reinterpret_cast<std::byte*>(nodes_ + first + pool_batch);
+    // Whole pages: [page of `from`, page after `to`); already committed
+    // pages keep their contents.
+    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(from) & ~(page - 1);
+    const std::uintptr_t hi = (reinterpret_cast<std::uintptr_t>(to) + page - 1) & ~(page - 1);
+    if (mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_WRITE) != 0) {
+      throw std::bad_alloc();
+    }
+    if (first == 0) {
+      // Advice only: a kernel without transparent huge pages ignores it.
+      (void)madvise(nodes_, range_bytes, MADV_HUGEPAGE);
+#if URT_NODE_POOL_LSAN
+      // Nodes hold callables, which may own heap memory: a root for the
+      // leak checker, as the heap chunks before it were reachable.
+      __lsan_register_root_region(nodes_, range_bytes);
+#endif
+    }
+    for (std::size_t i = 0; i < pool_batch; ++i) new (nodes_ + first + i) task_node;
+    free_[chunks_] = ~std::uint64_t{0};
+    nonempty_[chunks_ / 64] |= std::uint64_t{1} << (chunks_ % 64);
+    free_count_ += pool_batch;
+    ++chunks_;
   }
 
   std::mutex mutex_;
-  std::vector<task_node*> free_;
-  std::vector<std::unique_ptr<task_node[]>> chunks_;
+  task_node* nodes_ = nullptr;  // the range; chunks_ * pool_batch nodes made
+  std::size_t chunks_ = 0;
+  std::size_t free_count_ = 0;
+  // Bit b of free_[w]: node w * pool_batch + b is free (made and in the
+  // depot). Bit b of nonempty_[s]: free_[s * 64 + b] != 0.
+  std::uint64_t free_[max_chunks] = {};
+  std::uint64_t nonempty_[(max_chunks + 63) / 64] = {};
 };
 
 // The calling thread's magazine: at most 2 * pool_batch node pointers.

@@ -11,8 +11,11 @@ namespace urt::detail {
 /// in front of a shared depot (Bonwick's magazine allocator). Any thread
 /// may allocate and free, including a thread other than the allocating one.
 /// Steady state touches only the calling thread's magazine; moving a batch
-/// to or from the depot takes one mutex per `pool_batch` nodes; the heap is
-/// used only while the pool grows, and past pool_cap (below). A thread's
+/// to or from the depot takes one mutex per `pool_batch` nodes. The depot
+/// hands out its lowest-addressed free nodes first, in address order
+/// (node_pool.cpp says why). The pool's nodes lie in one address range,
+/// reserved at the first allocation and committed a chunk at a time as
+/// the pool grows; the heap is used only past pool_cap (below). A thread's
 /// nodes go back to the depot when it exits (a spawn from a later
 /// thread_local destructor then takes its node from the depot); the depot
 /// is never destroyed, so runtimes of static storage duration may still
@@ -38,15 +41,13 @@ task_node* allocate();
 /// calling thread's magazine, a heap one to the heap.
 void release(task_node* node) noexcept;
 
-/// The depot's bookkeeping, for tests: chunks of pool_batch nodes allocated
-/// so far (at most pool_cap / pool_batch), the capacities of the chunk list
-/// and of the free list (at least chunks * pool_batch, so that returning
-/// nodes never allocates), and the heap nodes made past pool_cap and not
-/// released yet.
+/// The depot's bookkeeping, for tests: chunks of pool_batch nodes made so
+/// far (at most pool_cap / pool_batch), the nodes free in the depot (not
+/// counting those in magazines), and the heap nodes made past pool_cap and
+/// not released yet.
 struct depot_shape {
   std::size_t chunks = 0;
-  std::size_t chunk_capacity = 0;
-  std::size_t free_capacity = 0;
+  std::size_t free_nodes = 0;
   std::size_t heap_nodes = 0;
 };
 /// Takes the depot's mutex.

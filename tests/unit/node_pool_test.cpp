@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <random>
 #include <set>
 #include <thread>
 #include <vector>
@@ -22,6 +23,37 @@ TEST_CASE("node_pool: live nodes are distinct and reused after release") {
   CHECK(unique.count(again) == 1);
   CHECK_FALSE(again->rq.queued());
   pool::release(again);
+}
+
+TEST_CASE("node_pool: the depot hands out its lowest free nodes, in address order") {
+  // Nodes come back in any order (another thread's magazine, a shuffled
+  // run order); a thread filling its magazine from the depot still gets the
+  // lowest free addresses, ascending, and so consecutive nodes while the
+  // free ones are consecutive.
+  constexpr std::size_t n = 20 * pool::pool_batch;
+  std::vector<task_node*> nodes;
+  std::thread([&] {
+    for (std::size_t i = 0; i < n; ++i) nodes.push_back(pool::allocate());
+  }).join();  // its magazine's leftovers go back at thread exit
+  std::vector<task_node*> shuffled = nodes;
+  std::mt19937 rng(7);
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  std::thread([&] {
+    for (task_node* node : shuffled) pool::release(node);
+  }).join();
+  // Everything is back in the depot (this is the process's only test).
+  const pool::depot_shape s = pool::shape();
+  REQUIRE(s.free_nodes == s.chunks * pool::pool_batch);
+  std::vector<task_node*> again;
+  std::thread([&] {
+    for (std::size_t i = 0; i < 3 * pool::pool_batch; ++i) again.push_back(pool::allocate());
+  }).join();
+  const task_node* lowest = *std::min_element(nodes.begin(), nodes.end());
+  for (std::size_t i = 0; i < again.size(); ++i) {
+    CAPTURE(i);
+    CHECK(again[i] == lowest + i);
+  }
+  for (task_node* node : again) pool::release(node);
 }
 
 TEST_CASE("node_pool: nodes allocated on one thread and released on another") {
