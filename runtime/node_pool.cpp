@@ -112,12 +112,7 @@ class depot {
  private:
   static_assert(pool_batch == 64, "a chunk is one word of the free bitmap");
   static constexpr std::size_t max_chunks = pool_cap / pool_batch;
-  // The range's size, whole 2 MiB pages: the kernel backs an aligned 2 MiB
-  // of it with one huge page where transparent huge pages allow (one TLB
-  // entry for 6,553 nodes; see grow()).
-  static constexpr std::size_t huge_page = std::size_t{2} << 20;
-  static constexpr std::size_t range_bytes =
-      (pool_cap * sizeof(task_node) + huge_page - 1) / huge_page * huge_page;
+  static constexpr std::size_t range_bytes = pool_cap * sizeof(task_node);
 
   // Under the mutex: whether a free node is there, growing by one chunk
   // when none is and the pool is below pool_cap (may throw as grow()).
@@ -144,35 +139,29 @@ class depot {
   // The range is reserved whole (PROT_NONE, no memory) at the first grow;
   // each grow makes the next chunk's pages readable and writable (the
   // commit, which fails as an allocation would) and constructs its nodes.
+  // (Transparent huge pages for the range, committed 2 MiB at a time, made
+  // no difference measured: bench/README.md.)
   void grow() {
     if (nodes_ == nullptr) {
-      // One huge page more than the range, to align its start.
-      void* p = mmap(nullptr, range_bytes + huge_page, PROT_NONE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      void* p = mmap(nullptr, range_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                     -1, 0);
       if (p == MAP_FAILED) throw std::bad_alloc();
-      const auto at = reinterpret_cast<std::uintptr_t>(p);
-      const std::uintptr_t aligned = (at + huge_page - 1) & ~(huge_page - 1);
-      nodes_ = reinterpret_cast<task_node*>(aligned);
-    }
-    const std::size_t first = chunks_ * pool_batch;
-    auto* const from = reinterpret_cast<std::byte*>(nodes_ + first);
-    auto* const to = reinterpret_cast<std::byte*>(nodes_ + first + pool_batch);
-    // Whole pages: [page of `from`, page after `to`); already committed
-    // pages keep their contents.
-    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-    const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(from) & ~(page - 1);
-    const std::uintptr_t hi = (reinterpret_cast<std::uintptr_t>(to) + page - 1) & ~(page - 1);
-    if (mprotect(reinterpret_cast<void*>(lo), hi - lo, PROT_READ | PROT_WRITE) != 0) {
-      throw std::bad_alloc();
-    }
-    if (first == 0) {
-      // Advice only: a kernel without transparent huge pages ignores it.
-      (void)madvise(nodes_, range_bytes, MADV_HUGEPAGE);
+      nodes_ = static_cast<task_node*>(p);
 #if URT_NODE_POOL_LSAN
       // Nodes hold callables, which may own heap memory: a root for the
       // leak checker, as the heap chunks before it were reachable.
       __lsan_register_root_region(nodes_, range_bytes);
 #endif
+    }
+    const std::size_t first = chunks_ * pool_batch;
+    // Whole pages, [the page of the chunk's first byte, the page after its
+    // last); a page shared with the chunk before keeps its contents.
+    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto from = reinterpret_cast<std::uintptr_t>(nodes_ + first) & ~(page - 1);
+    const auto to =
+        (reinterpret_cast<std::uintptr_t>(nodes_ + first + pool_batch) + page - 1) & ~(page - 1);
+    if (mprotect(reinterpret_cast<void*>(from), to - from, PROT_READ | PROT_WRITE) != 0) {
+      throw std::bad_alloc();
     }
     for (std::size_t i = 0; i < pool_batch; ++i) new (nodes_ + first + i) task_node;
     free_[chunks_] = ~std::uint64_t{0};
