@@ -41,7 +41,6 @@
 #include <chrono>
 #include <cstdint>
 
-#include "clock_now.hpp"
 #include "io_rescue.hpp"
 #include "urt/options.hpp"
 #include "urt/timer.hpp"
@@ -68,13 +67,11 @@ class io_poller {
     return work_.load(std::memory_order_relaxed);
   }
 
-  /// Owner, at a scheduling point: polls the reactor when I/O is
-  /// outstanding and the interval has passed since the last poll (or a
-  /// parked wait left completions behind). Returns the handlers it ran (each
+  /// Owner, at a scheduling point at `now`, I/O outstanding: polls the
+  /// reactor when the interval has passed since the last poll (or a parked
+  /// wait left completions behind). Returns the handlers it ran (each
   /// spawned a task here or elsewhere). Exceptions from them propagate.
-  std::size_t at_scheduling_point() {
-    if (work_.load(std::memory_order_relaxed) <= 0) return 0;
-    const clock::time_point now = clock_now();
+  std::size_t at_scheduling_point(clock::time_point now) {
     if (!poll_soon_ && now - last_ < cfg_.interval) return 0;
     // Never fails: only the owner holds it exclusively, and not here.
     if (!lease_.try_share()) return 0;

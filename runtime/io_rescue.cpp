@@ -8,10 +8,26 @@ namespace urt::detail {
 
 URT_HOT io_watch::plan io_watch::before_idle(
     const io_peers& peers, function_ref<clock::time_point()> read_clock) noexcept {
+  return look(peers, read_clock, span_);
+}
+
+URT_HOT io_watch::plan io_watch::while_busy(const io_peers& peers, clock::time_point now) noexcept {
+  if (now < next_busy_look_) return {};
+  // Saturates as stale_at below: half of patience is at most max_wait.
+  const auto interval = patience_ / 2;
+  next_busy_look_ =
+      now <= clock::time_point::max() - interval ? now + interval : clock::time_point::max();
+  const auto at_now = [now] { return now; };
+  return look(peers, at_now, busy_span);
+}
+
+URT_HOT io_watch::plan io_watch::look(const io_peers& peers,
+                                      function_ref<clock::time_point()> read_clock,
+                                      unsigned span) noexcept {
   plan p;
   const unsigned n = peers.worker_count();
   if (n < 2) return p;
-  const unsigned visits = std::min(span_, n - 1);
+  const unsigned visits = std::min(span, n - 1);
   unsigned w = next_ % n;
   unsigned seen = 0;
   clock::time_point now{};

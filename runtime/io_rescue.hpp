@@ -51,12 +51,22 @@
 // polled by its rescuer as often as it would poll itself, until it looks
 // again. Patience is io_poll_interval + ipi_timeout: past the longest a
 // running owner takes between two polls, by the stuck-worker fallback's
-// timeout. The watch runs only at idle passes: a worker that parked while
-// its peers were parked too (no candidate, so no deadline) does not notice
-// a peer that gets stuck afterwards until something wakes it (a task, a
-// timer, its own I/O). A rescue is sure while some worker keeps coming back
-// to idle, as under load; on a quiet runtime it is not (a periodic look by
-// parked workers would cost every idle worker wake-ups forever).
+// timeout. A busy worker with I/O of its own looks too, from its reactor
+// polls (while_busy()): at most every `patience` / 2 and at up to
+// `busy_span` peers, rescuing one stale candidate per look. Without it a
+// server whose workers were all busy (urt-kv running KEYS on every worker,
+// the OS sharing their CPUs with other processes) left the connections of
+// a worker the OS had switched out waiting for that worker's next time
+// slice, milliseconds, while its peer, on a CPU, looked only into its own
+// reactor (bench/README.md, "compare-redis, shared layout: a busy
+// worker's rescue"). A worker without I/O of its own reads no clock at its
+// scheduling points, and so looks only when idle. A worker that parked
+// while its peers were parked too (no candidate, so no deadline) does not
+// notice a peer that gets stuck afterwards until something wakes it (a
+// task, a timer, its own I/O). A rescue is sure while some worker keeps
+// coming back to idle or polling its own reactor, as under load; on a
+// quiet runtime it is not (a periodic look by parked workers would cost
+// every idle worker wake-ups forever).
 //
 // io_peers: what the watch needs of the other workers; the runtime
 // implements it over its workers, a unit test over made-up peers.
@@ -157,6 +167,9 @@ class io_watch {
  public:
   static constexpr unsigned none = ~0U;
   static constexpr unsigned default_span = 8;
+  /// Peers a busy worker's look visits at most (while_busy()): it pays for
+  /// them between its own tasks.
+  static constexpr unsigned busy_span = 2;
 
   /// What the watch decided before the worker parks.
   struct plan {
@@ -178,13 +191,23 @@ class io_watch {
   [[nodiscard]] plan before_idle(const io_peers& peers, clock::time_point now) noexcept {
     return before_idle(peers, [now] { return now; });
   }
+  /// Owner, busy, at a reactor poll of its own at `now`: when `patience` /
+  /// 2 has passed since its last busy look, looks at up to busy_span peers
+  /// (from where the last look of either kind ended) and names a stale one
+  /// to rescue; `check` is unused. Otherwise looks at nobody.
+  [[nodiscard]] plan while_busy(const io_peers& peers, clock::time_point now) noexcept;
 
  private:
+  // Visits up to `visits` peers from next_ (see before_idle()).
+  plan look(const io_peers& peers, function_ref<clock::time_point()> read_clock,
+            unsigned visits) noexcept;
+
   const unsigned self_;
   const std::chrono::nanoseconds patience_;
   const std::chrono::nanoseconds recheck_;
   const unsigned span_;
   unsigned next_ = 0;  // the first worker the next look visits
+  clock::time_point next_busy_look_{};  // while_busy() looks again from then
 };
 
 }  // namespace urt::detail

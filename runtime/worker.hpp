@@ -254,7 +254,8 @@ class worker {
   bool discard_put_off() noexcept;
   void idle(run_state seen);
   // Owner, at a scheduling point outside the queue lock: the reactor poll
-  // io_poller decides on; an exception from a completion (a spawn that
+  // io_poller decides on, and the busy worker's look at its peers
+  // (io_watch::while_busy); an exception from a completion (a spawn that
   // could not allocate) goes to the task exception handler. Returns the
   // completions it ran (a failed one counts). Inline: with no I/O
   // outstanding (the common case) it is one relaxed load at every step.

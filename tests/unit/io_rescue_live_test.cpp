@@ -159,3 +159,95 @@ TEST_CASE("io_rescue live: a worker idle beside a running peer with I/O parks be
   server.close(ec);
   rt.stop();
 }
+
+namespace {
+// A task that keeps worker 1 busy and never lets it go idle: it runs
+// until `stop`, and yields at a preempt point that reports more urgent
+// work by queuing its own continuation first (so the worker's run queue
+// is never empty, and it never reaches its idle pass).
+struct busy_chain {
+  urt::runtime* rt;
+  std::atomic<bool>* stop;
+  std::atomic<bool>* started;
+  std::atomic<int>* yields;
+  std::promise<void>* done;
+  void operator()() const {
+    started->store(true);
+    while (!stop->load()) {
+      if (urt::preempt_point()) {
+        yields->fetch_add(1);
+        rt->spawn({.priority = 40, .affinity = urt::worker_set{1}}, *this);
+        return;
+      }
+    }
+    done->set_value();
+  }
+};
+}  // namespace
+
+TEST_CASE("io_rescue live: a busy worker with I/O of its own rescues a held peer's connections") {
+  // Worker 0 is held in a task with no scheduling point; worker 1 runs a
+  // chain of low tasks and never goes idle, so only its busy look
+  // (io_watch::while_busy, from its own reactor polls) can deliver the echo
+  // of a connection homed on worker 0.
+  urt::runtime rt(urt_test::synthetic_workers(2));
+  const auto loopback = asio::ip::make_address("127.0.0.1");
+  urt::net::tcp_acceptor acceptor(rt.executor({.priority = 50}, 0), {loopback, 0});
+  const auto port = acceptor.local_endpoint().port();
+  asio::io_context client_io;
+  std::vector<asio::ip::tcp::socket> clients;  // [0]: homed on worker 0, [1]: on worker 1
+  for (unsigned home = 0; home < 2; ++home) {
+    clients.emplace_back(client_io);
+    clients.back().connect({loopback, port});
+    server_socket s = acceptor.accept(asio::make_strand(rt.executor({.priority = 50}, home)));
+    asio::co_spawn(s.get_executor(), echo(std::move(s)), asio::detached);
+  }
+  // Both echo loops wait in their reads: each worker has I/O outstanding.
+  const auto round_trip = [&](unsigned i, const std::string& msg) {
+    asio::write(clients[i], asio::buffer(msg));
+    std::string back(msg.size(), '\0');
+    asio::read(clients[i], asio::buffer(back));
+    return back;
+  };
+  CHECK(round_trip(0, "warm0;") == "warm0;");
+  CHECK(round_trip(1, "warm1;") == "warm1;");
+
+  std::atomic<bool> stop_busy{false};
+  std::atomic<bool> busy_started{false};
+  std::atomic<int> yields{0};
+  std::promise<void> busy_done;
+  rt.spawn({.priority = 40, .affinity = urt::worker_set{1}},
+           busy_chain{&rt, &stop_busy, &busy_started, &yields, &busy_done});
+  while (!busy_started.load()) std::this_thread::sleep_for(100us);
+  const urt::worker_stats before = rt.stats().workers[1];
+
+  std::atomic<bool> held_started{false};
+  std::atomic<bool> echoed{false};
+  std::promise<bool> released_by_echo;
+  rt.spawn({.priority = 60, .affinity = urt::worker_set{0}}, [&] {
+    held_started.store(true);
+    // No preempt_point(); the bound only keeps a broken rescue from
+    // hanging the test (worker 0 then delivers the echo itself).
+    const auto give_up = urt::clock::now() + 10s;
+    while (!echoed.load() && urt::clock::now() < give_up) {
+    }
+    released_by_echo.set_value(echoed.load());
+  });
+  while (!held_started.load()) std::this_thread::sleep_for(100us);
+  for (int i = 0; i < 5; ++i) {
+    const std::string msg = "held" + std::to_string(i) + ";";
+    CHECK(round_trip(0, msg) == msg);
+  }
+  echoed.store(true);
+  CHECK(released_by_echo.get_future().get());
+  stop_busy.store(true);
+  busy_done.get_future().wait();
+
+  const urt::worker_stats after = rt.stats().workers[1];
+  CHECK(after.io_rescued > before.io_rescued);
+  CHECK(after.parks == before.parks);  // busy all along: no idle pass parked it
+  CHECK(yields.load() >= 1);           // the echo handlers ran there, above the chain
+  for (auto& c : clients) c.close();
+  acceptor.close();
+  rt.stop();
+}

@@ -176,6 +176,72 @@ TEST_CASE("io_watch: deadlines near the clock's end saturate") {
   CHECK(p.check == tp::max());
 }
 
+TEST_CASE("io_watch: a busy worker looks every half patience, at busy_span peers, and rescues") {
+  fake_peers peers(4);
+  io_watch watch(0, 110us, 10us);
+  peers.stuck(2, t0);
+  // The first look is due at once; peer 2 is not stale yet.
+  io_watch::plan p = watch.while_busy(peers, t0 + 100us);
+  CHECK(p.rescue == none);
+  CHECK(peers.looks <= io_watch::busy_span);
+  // Its next look waits half the patience (55 us), whatever the peers do.
+  peers.looks = 0;
+  CHECK(watch.while_busy(peers, t0 + 110us).rescue == none);
+  CHECK(watch.while_busy(peers, t0 + 154us).rescue == none);
+  CHECK(peers.looks == 0);
+  // Then it finds the stale peer within its span's turns and names it.
+  unsigned looks_taken = 0;
+  tp now = t0 + 155us;
+  do {
+    p = watch.while_busy(peers, now);
+    ++looks_taken;
+    now += 55us;
+  } while (p.rescue == none && looks_taken < 4);
+  CHECK(p.rescue == 2);
+  CHECK(looks_taken <= 2);  // 3 peers, 2 per look
+  // A peer that looked itself since is left alone until it is stale again.
+  peers.states[2].last_look = now;
+  CHECK(watch.while_busy(peers, now).rescue == none);
+  CHECK(watch.while_busy(peers, now + 55us).rescue == none);
+  p = watch.while_busy(peers, now + 110us);
+  if (p.rescue == none) p = watch.while_busy(peers, now + 165us);  // the cursor went past it
+  CHECK(p.rescue == 2);
+  // The idle and the busy look share the cursor and the verdicts.
+  peers.states[2].candidate = false;  // parked now
+  peers.stuck(3, t0);
+  CHECK(watch.before_idle(peers, now + 1s).rescue == 3);
+}
+
+TEST_CASE("io_watch: at 256 workers a busy look costs at most busy_span peers, covers all") {
+  const unsigned n = 256;
+  fake_peers peers(n);
+  io_watch watch(17, 110us, 10us);
+  peers.stuck(16, t0);  // the last one a look from 17 reaches
+  tp now = t0 + 1ms;
+  unsigned passes = 0;
+  io_watch::plan p;
+  do {
+    peers.looks = 0;
+    p = watch.while_busy(peers, now);
+    CHECK(peers.looks <= io_watch::busy_span);
+    now += 55us;
+    ++passes;
+  } while (p.rescue == none && passes <= n);
+  CHECK(p.rescue == 16);
+  CHECK(passes <= (n - 1) / io_watch::busy_span + 1);
+}
+
+TEST_CASE("io_watch: a busy look's next time saturates at the clock's end") {
+  fake_peers peers(2);
+  io_watch watch(0, 1s, 1s);
+  peers.stuck(1, tp::max() - 3s);
+  CHECK(watch.while_busy(peers, tp::max() - 1ms).rescue == 1);
+  // Due again at max() only: nothing looks before then.
+  peers.looks = 0;
+  CHECK(watch.while_busy(peers, tp::max() - 1us).rescue == none);
+  CHECK(peers.looks == 0);
+}
+
 TEST_CASE("io_lease: no poll runs inside the owner's exclusive hold") {
   // Two rescuers poll whenever they may; the owner alternates polls
   // (shared) and exclusive holds in which it runs the context itself.
