@@ -240,10 +240,11 @@ TEST_CASE("io_rescue live: a busy worker with I/O of its own rescues a held peer
   }
   echoed.store(true);
   CHECK(released_by_echo.get_future().get());
+  // Read while the chain still runs: once it ends, worker 1 goes idle and parks.
+  const urt::worker_stats after = rt.stats().workers[1];
   stop_busy.store(true);
   busy_done.get_future().wait();
 
-  const urt::worker_stats after = rt.stats().workers[1];
   CHECK(after.io_rescued > before.io_rescued);
   CHECK(after.parks == before.parks);  // busy all along: no idle pass parked it
   CHECK(yields.load() >= 1);           // the echo handlers ran there, above the chain
