@@ -48,7 +48,8 @@ URT_HOT io_watch::plan io_watch::look(const io_peers& peers,
         }
         if (now >= stale_at) {
           p.rescue = w;
-          p.check = now + recheck_;
+          p.check = now <= clock::time_point::max() - recheck_ ? now + recheck_
+                                                               : clock::time_point::max();
           next_ = w;  // if it stays stuck, polled again at the next look
           return p;
         }

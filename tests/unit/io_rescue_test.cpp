@@ -235,7 +235,9 @@ TEST_CASE("io_watch: a busy look's next time saturates at the clock's end") {
   fake_peers peers(2);
   io_watch watch(0, 1s, 1s);
   peers.stuck(1, tp::max() - 3s);
-  CHECK(watch.while_busy(peers, tp::max() - 1ms).rescue == 1);
+  const io_watch::plan p = watch.while_busy(peers, tp::max() - 1ms);
+  CHECK(p.rescue == 1);
+  CHECK(p.check == tp::max());  // the recheck a second later saturates too
   // Due again at max() only: nothing looks before then.
   peers.looks = 0;
   CHECK(watch.while_busy(peers, tp::max() - 1us).rescue == none);
