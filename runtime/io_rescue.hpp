@@ -59,7 +59,7 @@
 // a worker the OS had switched out waiting for that worker's next time
 // slice, milliseconds, while its peer, on a CPU, looked only into its own
 // reactor (bench/README.md, "compare-redis, shared layout: a busy
-// worker's rescue"). A worker without I/O of its own reads no clock at its
+// worker's look"). A worker without I/O of its own reads no clock at its
 // scheduling points, and so looks only when idle. A worker that parked
 // while its peers were parked too (no candidate, so no deadline) does not
 // notice a peer that gets stuck afterwards until something wakes it (a
@@ -198,9 +198,9 @@ class io_watch {
   [[nodiscard]] plan while_busy(const io_peers& peers, clock::time_point now) noexcept;
 
  private:
-  // Visits up to `visits` peers from next_ (see before_idle()).
+  // Visits up to `span` peers from next_ (see before_idle()).
   plan look(const io_peers& peers, function_ref<clock::time_point()> read_clock,
-            unsigned visits) noexcept;
+            unsigned span) noexcept;
 
   const unsigned self_;
   const std::chrono::nanoseconds patience_;
