@@ -11,8 +11,7 @@ URT_HOT io_watch::plan io_watch::before_idle(
   return look(peers, read_clock, span_);
 }
 
-URT_HOT io_watch::plan io_watch::while_busy(const io_peers& peers, clock::time_point now) noexcept {
-  if (now < next_busy_look_) return {};
+URT_HOT io_watch::plan io_watch::busy_look(const io_peers& peers, clock::time_point now) noexcept {
   // Saturates as stale_at below: half of patience is at most max_wait.
   const auto interval = patience_ / 2;
   next_busy_look_ =

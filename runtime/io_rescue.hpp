@@ -195,9 +195,15 @@ class io_watch {
   /// 2 has passed since its last busy look, looks at up to busy_span peers
   /// (from where the last look of either kind ended) and names a stale one
   /// to rescue; `check` is unused. Otherwise looks at nobody.
-  [[nodiscard]] plan while_busy(const io_peers& peers, clock::time_point now) noexcept;
+  /// Inline: it runs at every scheduling point of a worker with I/O, and
+  /// almost always only compares the time.
+  [[nodiscard]] plan while_busy(const io_peers& peers, clock::time_point now) noexcept {
+    return now < next_busy_look_ ? plan{} : busy_look(peers, now);
+  }
 
  private:
+  // while_busy() when a look is due.
+  plan busy_look(const io_peers& peers, clock::time_point now) noexcept;
   // Visits up to `span` peers from next_ (see before_idle()).
   plan look(const io_peers& peers, function_ref<clock::time_point()> read_clock,
             unsigned span) noexcept;

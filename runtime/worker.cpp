@@ -371,27 +371,38 @@ URT_HOT void worker::enqueue(task_node* node, clock::time_point due_by) noexcept
 }
 
 URT_HOT std::size_t worker::poll_io_now() noexcept {
+  const clock::time_point now = clock_now();
+  std::size_t ran = 0;
   try {
-    const clock::time_point now = clock_now();
-    std::size_t ran = io_poll_.at_scheduling_point(now);
-    // A peer whose reactor nobody has looked into for too long, switched
-    // out by the OS while its tasks are queued or running (io_rescue.hpp):
-    // polled here, busy as this worker is. Not once stop() began, when
-    // completions are no longer delivered (relaxed: a stale state only
-    // delays the stop of the rescues to the next poll).
-    if (shared_.state.load(std::memory_order_relaxed) == run_state::running) {
-      if (const io_watch::plan io = io_watch_.while_busy(*shared_.reactors, now);
-          io.rescue != io_watch::none) {
-        const std::size_t rescued = shared_.reactors->rescue(io.rescue);
-        if (rescued > 0) worker_counters::bump_relaxed(counters_.io_rescued, rescued);
-        ran += rescued;
-      }
-    }
-    return ran;
+    ran = io_poll_.at_scheduling_point(now);
   } catch (...) {
     handle_exception(std::current_exception());
-    return 1;  // a completion ran (its spawn failed)
+    ran = 1;  // a completion ran (its spawn failed)
   }
+  // A peer whose reactor nobody has looked into for too long, switched
+  // out by the OS while its tasks are queued or running (io_rescue.hpp):
+  // polled here, busy as this worker is. Not once stop() began, when
+  // completions are no longer delivered (relaxed: a stale state only
+  // delays the stop of the rescues to the next poll).
+  if (shared_.state.load(std::memory_order_relaxed) == run_state::running) {
+    if (const io_watch::plan io = io_watch_.while_busy(*shared_.reactors, now);
+        io.rescue != io_watch::none) {
+      ran += rescue_peer_io(io.rescue);
+    }
+  }
+  return ran;
+}
+
+URT_HOT std::size_t worker::rescue_peer_io(unsigned w) noexcept {
+  std::size_t ran = 0;
+  try {
+    ran = shared_.reactors->rescue(w);
+  } catch (...) {
+    handle_exception(std::current_exception());  // a completion's spawn failed
+    ran = 1;
+  }
+  if (ran > 0) worker_counters::bump_relaxed(counters_.io_rescued, ran);
+  return ran;
 }
 
 URT_HOT bool worker::preempt_point() noexcept {

@@ -263,6 +263,11 @@ class worker {
     return io_poll_.outstanding() > 0 ? poll_io_now() : 0;
   }
   std::size_t poll_io_now() noexcept;
+  // Owner, idle or at a reactor poll of its own: polls worker w's reactor
+  // for it (io_rescue.hpp) and counts what it took in (io_rescued); an
+  // exception from a completion goes to the task exception handler.
+  // Returns the completions it ran (a failed one counts).
+  std::size_t rescue_peer_io(unsigned w) noexcept;
   void handle_exception(const std::exception_ptr& error) noexcept;
   void publish_load_hint() noexcept;
 

@@ -54,14 +54,7 @@ URT_HOT void worker::idle(run_state seen) {
   if (seen == run_state::running) {
     const io_watch::plan io = io_watch_.before_idle(*shared_.reactors, [] { return clock_now(); });
     if (io.rescue != io_watch::none) {
-      std::size_t ran = 0;
-      try {
-        ran = shared_.reactors->rescue(io.rescue);
-      } catch (...) {
-        handle_exception(std::current_exception());  // a completion's spawn failed
-        ran = 1;
-      }
-      if (ran > 0) worker_counters::bump_relaxed(counters_.io_rescued, ran);
+      const std::size_t ran = rescue_peer_io(io.rescue);
       const bool pulled = balancer_.acts_on_lowering() && balancer_.pull_from(io.rescue);
       if (ran > 0 || pulled) return;  // run what the completions spawned here, or the pulled task
     }
