@@ -42,7 +42,13 @@
 //                      none and the least-loaded scan reads every worker's
 //                      load (worker::load()'s formula over counters on two
 //                      cache lines per worker, out of line, as in the
-//                      runtime).
+//                      runtime);
+//        spawn 90 mate "spawn 90" from a caller on the CPU of an awake
+//                      worker (one of part 1's list, busy at its level):
+//                      placement looks among the other workers first, with
+//                      that worker masked out of the scan
+//                      (cpupri::find_other()), and takes it only when none
+//                      is at its level or lower.
 //      1024 placements per pass, each pass from the same rotation, so every
 //      layout answers alike (checked); instructions and ns as in part 1.
 //   3. Contention on this machine: one updater thread per worker, each pinned
@@ -113,6 +119,7 @@
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "cpupri.hpp"
@@ -413,7 +420,7 @@ class synthetic_workers {
                                    queues_[w].migrated_out.load(std::memory_order_relaxed);
     return accepted > finished ? accepted - finished : 0;
   }
-  // Only read on a real system (worker_of_pu not empty); never here.
+  // Read only with a caller's CPU ("spawn 90 mate"): every worker awake.
   [[nodiscard]] bool parking(unsigned) const noexcept { return false; }
   [[nodiscard]] bool asleep(unsigned) const noexcept { return false; }
 
@@ -432,9 +439,9 @@ class synthetic_workers {
   std::unique_ptr<queue_counts[]> queues_;
 };
 
-enum spawn_kind { spawn_above, spawn_quarter, spawn_mixed, spawn_below, spawn_kinds };
+enum spawn_kind { spawn_above, spawn_quarter, spawn_mixed, spawn_below, spawn_mate, spawn_kinds };
 constexpr const char* spawn_names[spawn_kinds] = {"spawn 90", "spawn 90,1/4", "spawn mixed",
-                                                  "spawn 1"};
+                                                  "spawn 1", "spawn 90 mate"};
 
 // Part 2's state of one size: every worker busy (part 1's levels without
 // the idle ones, 1..80), each with 1..4 tasks accepted and unfinished.
@@ -468,7 +475,14 @@ spawn_result run_spawns(cpupri_layout layout, const workload& w, const spawn_wor
   apply(cp, w.sat_levels);
   const synthetic_workers workers(sw.loads);
   const std::span<const unsigned> no_pus;  // a synthetic topology: no CPU of the caller's
-  for (int kind = 0; kind < spawn_kinds; ++kind) {
+  // "spawn 90 mate": PU i hosts worker i, and the caller runs on the PU of
+  // a worker from part 1's list (awake, busy): the others are searched
+  // without it first (cpupri::find_other()).
+  std::vector<unsigned> pus(w.places.size());
+  for (unsigned i = 0; i < pus.size(); ++i) pus[i] = i;
+  // `mate`: std::true_type for "spawn 90 mate", so that the other kinds'
+  // loops stay as they were without it.
+  const auto run_kind = [&](int kind, auto mate) {
     const worker_set* affinity = kind == spawn_quarter ? &w.quarter : nullptr;
     const auto priority_of = [&](std::size_t i) {
       return kind == spawn_mixed ? sw.mixed[i] : kind == spawn_below ? 1 : find_priority;
@@ -479,7 +493,13 @@ spawn_result run_spawns(cpupri_layout layout, const workload& w, const spawn_wor
       placement_rotation rot;
       for (std::size_t i = 0; i < from_list; ++i) {
         const urt::priority_t p = priority_of(i);
-        const unsigned r = urt::detail::place_on(cp, workers, no_pus, p, affinity, cpupri::none, -1, rot);
+        unsigned r = 0;
+        if constexpr (decltype(mate)::value) {
+          r = urt::detail::place_on(cp, workers, pus, p, affinity, cpupri::none,
+                                    static_cast<int>(w.froms[i]), rot);
+        } else {
+          r = urt::detail::place_on(cp, workers, no_pus, p, affinity, cpupri::none, -1, rot);
+        }
         if (checksum != nullptr) {
           *checksum = *checksum * 1000003u + r;
           if (cp.level(r) >= p) ++*remote;  // not below the task: the fallback's choice
@@ -501,6 +521,13 @@ spawn_result run_spawns(cpupri_layout layout, const workload& w, const spawn_wor
           for (std::uint64_t k = 0; k < passes; ++k) pass(nullptr, nullptr);
         },
         counter);
+  };
+  for (int kind = 0; kind < spawn_kinds; ++kind) {
+    if (kind == spawn_mate) {
+      run_kind(kind, std::true_type{});
+    } else {
+      run_kind(kind, std::false_type{});
+    }
   }
   return out;
 }
@@ -815,7 +842,8 @@ int main(int argc, char** argv) {
       "= priority 90;\n  'spawn 90,1/4' = the same with part 1's quarter affinity; "
       "'spawn mixed' = priorities 0..99 drawn\n  per query; 'spawn 1' = priority 1, "
       "which no worker is below: cpupri finds none and the\n  least-loaded scan reads every "
-      "worker's load\n");
+      "worker's load; 'spawn 90 mate' = 'spawn 90' from the CPU of an\n  awake worker: the "
+      "others searched first, that worker masked out\n");
   std::vector<std::vector<spawn_result>> spawns;
   bool spawns_agree = true;
   const machine_load part2_before = machine_load::now();

@@ -121,6 +121,8 @@ cpupri::cpupri(cpupri_layout layout, std::span<const worker_place> workers)
       spans_[g] = byte_span{byte_lines_[shards_[g].base].bytes, groups_[g].workers.first,
                             groups_[g].workers.count};
     }
+    one_line_llcs_ = std::all_of(groups_.begin(), groups_.end(),
+                                 [](const group& g) { return g.workers.count <= line_bytes; });
   } else {
     lines_ = std::make_unique<line[]>(total);
     levels_ = std::make_unique<padded_level[]>(n);
@@ -333,6 +335,12 @@ __m128i excluded(std::uint64_t allowed) noexcept {
   return _mm_cmpeq_epi8(_mm_and_si128(x, bit), _mm_setzero_si128());
 }
 
+// 0xff in byte i (< 16), 0 elsewhere.
+__m128i byte_mask(unsigned i) noexcept {
+  const __m128i index = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  return _mm_cmpeq_epi8(_mm_set1_epi8(static_cast<char>(i)), index);
+}
+
 // The lowest of the 16 bytes of `m`.
 std::uint8_t min_byte(__m128i m) noexcept {
   m = _mm_min_epu8(m, _mm_srli_si128(m, 8));
@@ -354,9 +362,12 @@ std::uint8_t min_byte(__m128i m) noexcept {
 // fence in find_bytes() after the scan pairs with the release store in
 // set(). The bytes past an LLC's last worker, up to its line's end, are 0
 // (rank 255), never candidates.
-template <bool Masked>
+// Skip: the worker at index `skip` of the line (if any) is ranked 255 too,
+// as one outside the affinity (find_other()).
+template <bool Masked, bool Skip = false>
 URT_HOT __m128i load_line(const volatile __m128i* line, unsigned vectors,
-                          const worker_set* affinity, unsigned first, __m128i* rank) noexcept {
+                          const worker_set* affinity, unsigned first, __m128i* rank,
+                          [[maybe_unused]] unsigned skip = 0) noexcept {
   static_assert(sizeof(std::atomic<std::uint8_t>) == 1 &&
                 std::atomic<std::uint8_t>::is_always_lock_free);
   const __m128i all = _mm_set1_epi8(-1);
@@ -369,6 +380,9 @@ URT_HOT __m128i load_line(const volatile __m128i* line, unsigned vectors,
                   static_cast<unsigned>(worker_set::words), first + 16 * j) &
           0xffff;
       r = _mm_or_si128(r, excluded(allowed));
+    }
+    if constexpr (Skip) {
+      if (skip / 16 == j) r = _mm_or_si128(r, byte_mask(skip % 16));
     }
     rank[j] = r;
     lowest = _mm_min_epu8(lowest, r);
@@ -428,6 +442,24 @@ std::uint8_t scan_sse2(const std::atomic<std::uint8_t>* bytes, unsigned first, u
 
 }  // namespace
 
+URT_HOT unsigned cpupri::find_other(priority_t priority, const worker_set* affinity,
+                                    unsigned exclude, unsigned rotation) const noexcept {
+  const auto n = static_cast<unsigned>(workers_.size());
+  if (exclude >= n) return find(priority, affinity, none, none, rotation);
+#if URT_CPUPRI_SSE2
+  if (layout_ == cpupri_layout::per_llc_bytes && one_line_llcs_) {
+    if (!is_valid_priority(priority)) return none;
+    return affinity == nullptr
+               ? find_bytes<true, false, true>(priority, affinity, none, exclude, rotation)
+               : find_bytes<true, true, true>(priority, affinity, none, exclude, rotation);
+  }
+#endif
+  // (first_n cannot throw: n <= max_workers.)
+  worker_set others = affinity != nullptr ? *affinity : worker_set::first_n(n);
+  others.remove(exclude);
+  return others.empty() ? none : find(priority, &others, none, none, rotation);
+}
+
 unsigned cpupri::find_portable(priority_t priority, const worker_set* affinity, unsigned from,
                                unsigned last, unsigned rotation) const noexcept {
   if (!is_valid_priority(priority)) return none;
@@ -438,9 +470,11 @@ unsigned cpupri::find_portable(priority_t priority, const worker_set* affinity, 
 
 // Masked: `affinity` is not null (two instantiations, so that the scan of
 // a whole machine without affinity tests nothing per LLC for it).
-template <bool Simd, bool Masked>
+template <bool Simd, bool Masked, bool Exclude>
 URT_HOT unsigned cpupri::find_bytes(priority_t priority, const worker_set* affinity, unsigned from,
                                     unsigned last, unsigned rotation) const noexcept {
+  [[maybe_unused]] const unsigned exclude = Exclude ? last : none;
+  if constexpr (Exclude) last = none;
   const auto n = static_cast<unsigned>(workers_.size());
   const auto allowed = [&](unsigned w) { return w < n && (!Masked || affinity->contains(w)); };
   // Ranks below `limit` are strictly below the task's priority.
@@ -481,8 +515,10 @@ URT_HOT unsigned cpupri::find_bytes(priority_t priority, const worker_set* affin
       const unsigned vectors = (s.count + 15) / 16;
       if (vectors <= 4) {  // one line, the usual LLC: inline, from registers
         __m128i rank[4];
-        const __m128i lowest = load_line<Masked>(
-            reinterpret_cast<const volatile __m128i*>(s.bytes), vectors, affinity, s.first, rank);
+        // (An excluded worker outside this LLC: an index past its line.)
+        const __m128i lowest =
+            load_line<Masked, Exclude>(reinterpret_cast<const volatile __m128i*>(s.bytes), vectors,
+                                       affinity, s.first, rank, exclude - s.first);
         if (!any_below(lowest, below)) return false;
         best = min_byte(lowest);
         below = _mm_set1_epi8(static_cast<char>(best));
@@ -508,18 +544,24 @@ URT_HOT unsigned cpupri::find_bytes(priority_t priority, const worker_set* affin
   // LLC, the rest of its NUMA node from the one after it round to the one
   // before it, then the other LLCs in the same round order.
   const auto groups = static_cast<unsigned>(groups_.size());
-  unsigned home = 0;
-  if (from < n) {
-    home = workers_[from].llc;
+  if (groups == 1) {
+    // One LLC (a small machine, or a runtime on one LLC's CPUs): no order
+    // to walk, and no division for the rotation.
+    visit(0);
   } else {
-    home = rotation % groups;
-  }
-  const group& h = groups_[home];
-  const unsigned ranges[4][2] = {
-      {home + 1, h.numa_end}, {h.numa_first, home}, {h.numa_end, groups}, {0, h.numa_first}};
-  bool over = visit(home);
-  for (unsigned r = 0; r < 4 && !over; ++r) {
-    for (unsigned g = ranges[r][0]; g < ranges[r][1] && !over; ++g) over = visit(g);
+    unsigned home = 0;
+    if (from < n) {
+      home = workers_[from].llc;
+    } else {
+      home = rotation % groups;
+    }
+    const group& h = groups_[home];
+    const unsigned ranges[4][2] = {
+        {home + 1, h.numa_end}, {h.numa_first, home}, {h.numa_end, groups}, {0, h.numa_first}};
+    bool over = visit(home);
+    for (unsigned r = 0; r < 4 && !over; ++r) {
+      for (unsigned g = ranges[r][0]; g < ranges[r][1] && !over; ++g) over = visit(g);
+    }
   }
   if (winner != none) return done(pick(groups_[winner], winner_bits, rotation));
   if (last_rank < limit && last_rank <= from_rank) return done(last);

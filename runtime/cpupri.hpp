@@ -125,6 +125,13 @@ class cpupri {
   /// tests pass a fixed value so that every layout must give one answer).
   [[nodiscard]] unsigned find(priority_t priority, const worker_set* affinity, unsigned from,
                               unsigned last, unsigned rotation) const noexcept;
+  /// find() among the workers of `affinity` (null: all) other than
+  /// `exclude`, with no caller and no last worker: the same answer as
+  /// find() on that set. per_llc_bytes with the SIMD scan and LLCs of at
+  /// most 64 workers (one line each) masks the worker's byte out in the
+  /// scan; otherwise it builds the set.
+  [[nodiscard]] unsigned find_other(priority_t priority, const worker_set* affinity,
+                                    unsigned exclude, unsigned rotation) const noexcept;
   /// find() with per_llc_bytes' portable scan, the one find() uses where
   /// SSE2 is missing: tests and urt-cpupri-bench call it to check and
   /// measure that path on x86-64 too. Other layouts: the same as find().
@@ -209,7 +216,11 @@ class cpupri {
                               unsigned rotation) const noexcept;
   // Fills out[] with every group index in preference order from `home`.
   unsigned preference_order(unsigned home, unsigned* out) const noexcept;
-  template <bool Simd, bool Masked>
+  // Exclude (find_other(); one-line LLCs only): `last` is the worker that
+  // takes no part, and there is no last worker and no caller (`from` is
+  // none). Passed in `last`, so that every call keeps its arguments in
+  // registers.
+  template <bool Simd, bool Masked, bool Exclude = false>
   [[nodiscard]] unsigned find_bytes(priority_t priority, const worker_set* affinity, unsigned from,
                                     unsigned last, unsigned rotation) const noexcept;
   [[nodiscard]] std::atomic<std::uint8_t>& value_byte(unsigned worker) const noexcept;
@@ -224,6 +235,7 @@ class cpupri {
   std::unique_ptr<padded_level[]> levels_;  // bit layouts: worker -> current level
   std::unique_ptr<std::atomic<std::uint8_t>*[]> byte_of_;  // per_llc_bytes: worker -> its byte
   std::unique_ptr<byte_span[]> spans_;                       // per_llc_bytes: LLC -> its bytes
+  bool one_line_llcs_ = false;  // per_llc_bytes: every LLC has at most 64 workers
 };
 
 }  // namespace urt::detail

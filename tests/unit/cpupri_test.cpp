@@ -229,12 +229,21 @@ TEST_CASE("cpupri: every layout matches the reference on random operations") {
         const unsigned last = rng() % 3 == 0 ? cpupri::none : rng() % n;
         const unsigned rotation = rng();
         const unsigned want = ref.find(prio, any ? nullptr : &affinity, from, last, rotation);
+        // find_other(): the reference's answer on the set without `exclude`.
+        const unsigned exclude = rng() % 8 == 0 ? cpupri::none : rng() % n;
+        worker_set others = any ? worker_set::first_n(n) : affinity;
+        if (exclude != cpupri::none) others.remove(exclude);
+        const unsigned want_other =
+            others.empty() ? cpupri::none
+                           : ref.find(prio, &others, cpupri::none, cpupri::none, rotation);
         for (auto& m : maps) {
           CAPTURE(static_cast<int>(m->layout()));
           const unsigned got = m->find(prio, any ? nullptr : &affinity, from, last, rotation);
           REQUIRE(got == want);
           // per_llc_bytes' portable scan, which find() uses without SSE2.
           REQUIRE(m->find_portable(prio, any ? nullptr : &affinity, from, last, rotation) == want);
+          CAPTURE(exclude);
+          REQUIRE(m->find_other(prio, any ? nullptr : &affinity, exclude, rotation) == want_other);
         }
       }
     }
