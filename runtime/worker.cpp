@@ -204,7 +204,7 @@ URT_HOT task_node* worker::step(run_state seen) noexcept {
   // An urgent task queued behind another worker's running task runs here
   // when nothing here is as urgent (resched.hpp); the pick then takes it.
   // Not while a group is held here: the pulled task could be one of it.
-  if (!rule.groups_held) serve_resched(q_.current());
+  if (!rule.groups_held) serve_resched(claim_floor());
   // Lowering: since the last step (the previous task is done), or since a
   // move took our queued top away (rt_queue::lowered).
   const bool lowered = q_.current() < before || std::exchange(q_.lowered, false);
@@ -420,7 +420,7 @@ URT_HOT bool worker::preempt_point() noexcept {
   // An urgent task behind another worker's running task, when the running
   // one here is less urgent: pulled here, it is run at the yield below
   // (not while a group is held here: it could be one of that group's).
-  if (!groups_.any_held()) serve_resched(q_.current());
+  if (!groups_.any_held()) serve_resched(claim_floor());
   // Between steps only a move out of our queue lowers us (rt_queue::lowered).
   const bool lowered = std::exchange(q_.lowered, false) && balancer_.acts_on_lowering();
   bool urgent = q_.rq.top_level() > q_.running;

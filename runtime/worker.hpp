@@ -215,6 +215,18 @@ class worker {
   // a request above `level` (resched.hpp), takes that worker's inbox nodes
   // above `level` in for it and pulls its most urgent task here.
   void serve_resched(int level) noexcept;
+  // Under the queue lock: the level below which this worker claims other
+  // workers' requests: what it runs or has queued, and what its inbox
+  // holds. A take stops at a level whose chain it has not reversed whole
+  // (inbox::reverse nodes a take), so after a burst of 1,000 the run queue
+  // stayed empty for a few steps; counted idle, the worker claimed a
+  // request at the burst's own level for a peer and took that peer's
+  // burst in (500 nodes, 13 us), while an urgent task waited in its inbox
+  // (bench/README.md, "urt-peers (d): a worker walking its own burst").
+  [[nodiscard]] int claim_floor() const noexcept {
+    const int now = q_.current();
+    return now == cpupri::level_invalid ? now : std::max(now, inbox_.top());
+  }
   // Under the queue lock, before drain_inbox(): the time up to which this
   // step's release_due() releases. Read before the inbox is taken, so that
   // every timed spawn that returned before a release it is due with is in

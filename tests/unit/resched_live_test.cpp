@@ -470,3 +470,49 @@ TEST_CASE("resched: an urgent burst onto a worker given no CPU runs on the stepp
           << w0_after.stuck_pulls - w0_before.stuck_pulls << " pulls from a stuck worker");
   CHECK(w0_after.fallbacks - w0_before.fallbacks == 0);
 }
+
+TEST_CASE("resched: a worker still walking its own burst claims no request at that burst's level") {
+  // Worker 1 comes out of a task with 1,024 nodes at priority 5 in its
+  // inbox: more than one take reverses (inbox::reverse, 256), so its first
+  // steps move none of them into its run queue, which stays empty. A
+  // request at 5 is raised meanwhile for worker 0 (held in a task at 1).
+  // Counted idle, worker 1 claimed it, took worker 0's inbox in and ran
+  // that task before its own burst; with the burst's level counted, its
+  // own tasks at 5 come first (FIFO within the level: they were spawned
+  // first). Decided by worker 1's claim count when its first own task ran,
+  // never by time.
+  urt::runtime rt(urt_test::synthetic_workers(urt_test::flat_n(2)));
+  std::atomic<bool> release_0{false};
+  std::atomic<bool> release_1{false};
+  std::latch held(2);
+  const auto hold = [&](std::atomic<bool>& release) {
+    held.count_down();
+    const auto until = steady_clock::now() + patience;
+    while (!release.load() && steady_clock::now() < until) std::this_thread::yield();
+  };
+  rt.spawn({.priority = 1, .affinity = urt::worker_set{0}}, [&] { hold(release_0); });
+  rt.spawn({.priority = 90, .affinity = urt::worker_set{1}}, [&] { hold(release_1); });
+  held.wait();
+  constexpr int burst = 1024;
+  std::atomic<int> own_ran{0};
+  std::atomic<std::uint64_t> claims_at_first{~std::uint64_t{0}};
+  const std::uint64_t claims_before = rt.stats().workers[1].resched_claims;
+  for (int i = 0; i < burst; ++i) {
+    rt.spawn({.priority = 5, .affinity = urt::worker_set{1}}, [&] {
+      if (own_ran.fetch_add(1) == 0) claims_at_first.store(rt.stats().workers[1].resched_claims);
+    });
+  }
+  // Any worker may run it: placed on worker 0 (level 1; worker 1 shows 90),
+  // which runs on, so a request at 5 is raised for it.
+  std::atomic<unsigned> movable_on{~0U};
+  rt.spawn({.priority = 5}, [&] { movable_on.store(urt::this_task::worker_id()); });
+  REQUIRE(rt.stats().workers[0].accepted >= 2);
+  release_1.store(true);
+  const auto until = steady_clock::now() + patience;
+  while (own_ran.load() < burst && steady_clock::now() < until) std::this_thread::yield();
+  release_0.store(true);
+  rt.stop();
+  REQUIRE(own_ran.load() == burst);
+  CAPTURE(movable_on.load());
+  CHECK(claims_at_first.load() == claims_before);
+}
