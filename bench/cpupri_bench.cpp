@@ -480,8 +480,10 @@ spawn_result run_spawns(cpupri_layout layout, const workload& w, const spawn_wor
   // without it first (cpupri::find_other()).
   std::vector<unsigned> pus(w.places.size());
   for (unsigned i = 0; i < pus.size(); ++i) pus[i] = i;
-  // `mate`: std::true_type for "spawn 90 mate", so that the other kinds'
-  // loops stay as they were without it.
+  // `mate`: std::true_type for "spawn 90 mate"; the other kinds' loops pass
+  // the empty PU map and no caller's CPU, as before that row existed (their
+  // counts still moved by 18-42 instructions with this lambda: bench/README,
+  // "urt-peers (a): an external spawn's placement, one search instead of two").
   const auto run_kind = [&](int kind, auto mate) {
     const worker_set* affinity = kind == spawn_quarter ? &w.quarter : nullptr;
     const auto priority_of = [&](std::size_t i) {
