@@ -1,5 +1,6 @@
 // clock_now(): urt::clock::now() for the runtime's own reads of the clock,
-// as one clock_gettime(CLOCK_MONOTONIC) call (the vDSO: no system call).
+// as one clock_gettime(CLOCK_MONOTONIC) call (the vDSO: no system call);
+// and saturating_add(), its deadlines' arithmetic.
 //
 // Why not clock::now(): libstdc++'s steady_clock::now() is a function in
 // libstdc++.so that reaches clock_gettime through that library's PLT, one
@@ -26,6 +27,14 @@ namespace urt::detail {
 
 static_assert(std::is_same_v<clock, std::chrono::steady_clock>,
               "clock_now() reads CLOCK_MONOTONIC, libstdc++'s steady_clock");
+
+// t + d for d >= 0, saturating at time_point::max(): the runtime's
+// deadlines a duration after a time point (a periodic release, a rescue's
+// next look) never overflow; one past the clock's range is max(), which
+// never comes.
+inline clock::time_point saturating_add(clock::time_point t, clock::duration d) noexcept {
+  return t > clock::time_point::max() - d ? clock::time_point::max() : t + d;
+}
 
 inline clock::time_point clock_now() noexcept {
   timespec ts{};

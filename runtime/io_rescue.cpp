@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "clock_now.hpp"
 #include "hot.hpp"
 
 namespace urt::detail {
@@ -13,9 +14,7 @@ URT_HOT io_watch::plan io_watch::before_idle(
 
 URT_HOT io_watch::plan io_watch::busy_look(const io_peers& peers, clock::time_point now) noexcept {
   // Saturates as stale_at below: half of patience is at most max_wait.
-  const auto interval = patience_ / 2;
-  next_busy_look_ =
-      now <= clock::time_point::max() - interval ? now + interval : clock::time_point::max();
+  next_busy_look_ = saturating_add(now, patience_ / 2);
   const auto at_now = [now] { return now; };
   return look(peers, at_now, busy_span);
 }
@@ -38,17 +37,14 @@ URT_HOT io_watch::plan io_watch::look(const io_peers& peers,
       if (s.candidate) {
         // Saturates: a last look within `patience` of the clock's end is
         // never stale (patience is at most max_wait, so this is far away).
-        const clock::time_point stale_at = s.last_look <= clock::time_point::max() - patience_
-                                               ? s.last_look + patience_
-                                               : clock::time_point::max();
+        const clock::time_point stale_at = saturating_add(s.last_look, patience_);
         if (!have_now) {
           now = read_clock();
           have_now = true;
         }
         if (now >= stale_at) {
           p.rescue = w;
-          p.check = now <= clock::time_point::max() - recheck_ ? now + recheck_
-                                                               : clock::time_point::max();
+          p.check = saturating_add(now, recheck_);
           next_ = w;  // if it stays stuck, polled again at the next look
           return p;
         }

@@ -8,15 +8,6 @@
 
 namespace urt::detail {
 
-namespace {
-// t + d for d >= 0, saturating at time_point::max(): a release past the
-// clock's range never comes (the timer queue keeps it last and the parker
-// sets no alarm for max()), so such a series waits for stop().
-clock::time_point saturating_add(clock::time_point t, clock::duration d) noexcept {
-  return t > clock::time_point::max() - d ? clock::time_point::max() : t + d;
-}
-}  // namespace
-
 URT_HOT clock::time_point worker::release_horizon() const noexcept {
   // A timed spawn increments the hint before its push, so a node whose
   // spawn returned before this read is counted, or taken already.
@@ -55,7 +46,10 @@ void worker::rearm_series(task_node* node, periodic_state& series) noexcept {
   // overrun the next releases are already due: catch_up runs them,
   // skip moves on to the first one not yet past (still on the grid).
   // Relaxed state: a stale "running" only re-arms once more, and the
-  // series ends at its next release. Acquire: as in release_due().
+  // series ends at its next release. Acquire: as in release_due(). A
+  // release past the clock's range saturates at max(), which never comes
+  // (the timer queue keeps it last, the parker sets no alarm for it): such
+  // a series waits for stop().
   if (shared_.state.load(std::memory_order_relaxed) == run_state::running &&
       !series.cancelled.load(std::memory_order_acquire)) {
     node->release = saturating_add(node->release, node->period);
