@@ -4,6 +4,7 @@
 
 #include "current.hpp"
 #include "hot.hpp"
+#include "reactor_fd.hpp"
 
 namespace urt::detail {
 
@@ -27,10 +28,19 @@ std::size_t io_poller::rescue() {
   return io_.poll();
 }
 
+bool io_poller::open_ready_ring() {
+  if (!cfg_.ready_ring) return false;
+  const int epoll_fd = reactor_epoll_fd(io_);
+  return epoll_fd >= 0 && ring_.open(epoll_fd);
+}
+
 URT_HOT std::size_t io_poller::poll(clock::time_point now) {
   last_ = now;
   poll_soon_ = false;
   lease_.looked(now);
+  // Before the poll: an event after this take marks the ring again
+  // (ready_ring.hpp).
+  ring_.take();
   const delivering scope;
   const std::size_t ran = io_.poll();
   polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);

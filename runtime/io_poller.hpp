@@ -14,6 +14,15 @@
 // the user's runs inside the poll and the tasks it made are picked in
 // priority order with the rest.
 //
+// Whether a poll is worth its system call: with runtime_options::
+// io_ready_ring the poller first reads its ready ring (ready_ring.hpp),
+// which the kernel marks when the reactor's epoll descriptor has an event,
+// and polls only when it is marked, or when quiet_poll_every intervals
+// have passed since the last poll (what Asio queues without an event: an
+// operation that completed as it was started, its completion queued in
+// the io_context). A look at an unmarked ring counts as a look into the
+// reactor (io_lease::looked): nothing waits there for a rescuer.
+//
 // "I/O outstanding" is Asio's own notion: an operation in flight holds an
 // executor with outstanding_work.tracked, and such executors count
 // themselves here (work_started/work_finished). No tracked executor: no
@@ -42,6 +51,7 @@
 #include <cstdint>
 
 #include "io_rescue.hpp"
+#include "ready_ring.hpp"
 #include "urt/options.hpp"
 #include "urt/timer.hpp"
 
@@ -51,8 +61,17 @@ class io_poller {
  public:
   struct config {
     std::chrono::nanoseconds interval{0};
-    static config from(const runtime_options& o) noexcept { return {o.io_poll_interval}; }
+    bool ready_ring = false;
+    static config from(const runtime_options& o) noexcept {
+      return {o.io_poll_interval, o.io_ready_ring};
+    }
   };
+  /// With the ready ring, a poll at least this many intervals after the
+  /// last one, marked or not. What Asio queued without an event waits
+  /// that long at most while the worker stays busy; the polls it costs
+  /// are an eighth of the interval's (bench/README.md, "urt-io-poll-bench:
+  /// the ready ring").
+  static constexpr int quiet_poll_every = 8;
 
   io_poller(asio::io_context& io, config cfg) noexcept : io_(io), cfg_(cfg) {}
 
@@ -73,6 +92,11 @@ class io_poller {
   /// spawned a task here or elsewhere). Exceptions from them propagate.
   std::size_t at_scheduling_point(clock::time_point now) {
     if (!poll_soon_ && now - last_ < cfg_.interval) return 0;
+    if (!poll_soon_ && !ring_.signalled() && now - last_ < quiet_poll_every * cfg_.interval) {
+      lease_.looked(now);
+      skips_.store(skips_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return 0;
+    }
     // Never fails: only the owner holds it exclusively, and not here.
     if (!lease_.try_share()) return 0;
     const io_lease::shared hold(lease_);
@@ -82,6 +106,15 @@ class io_poller {
   /// looked into it for a while (io_rescue.hpp), unless the owner is parked
   /// in it. Returns the handlers it ran; exceptions from them propagate.
   std::size_t rescue();
+  /// Owner thread, once its reactor exists: opens the ready ring when the
+  /// options ask for it (ready_ring.hpp). Whether the ring is in use.
+  bool open_ready_ring();
+  /// Owner: closes it (before the io_context goes).
+  void close_ready_ring() noexcept { ring_.close(); }
+  /// Whether the ready ring is in use; why it is not (an errno, 0: not
+  /// asked for, or in use). Owner writes at open, anyone reads after.
+  [[nodiscard]] bool ready_ring_active() const noexcept { return ring_.active(); }
+  [[nodiscard]] int ready_ring_error() const noexcept { return ring_.open_error(); }
   /// Any thread: when the owner last looked into its reactor (io_lease).
   [[nodiscard]] clock::time_point last_look() const noexcept { return lease_.last_look(); }
   /// The right to run the io_context (io_rescue.hpp): the owner's parked
@@ -98,6 +131,11 @@ class io_poller {
   /// Reactor polls at scheduling points, and the completions taken in by
   /// them and by parked waits (owner writes, anyone reads).
   [[nodiscard]] std::uint64_t polls() const noexcept { return polls_.load(std::memory_order_relaxed); }
+  /// Polls skipped because the ready ring was not marked (owner writes,
+  /// anyone reads).
+  [[nodiscard]] std::uint64_t ring_skips() const noexcept {
+    return skips_.load(std::memory_order_relaxed);
+  }
   [[nodiscard]] std::uint64_t handlers() const noexcept {
     return handlers_.load(std::memory_order_relaxed);
   }
@@ -109,8 +147,10 @@ class io_poller {
   const config cfg_;
   clock::time_point last_{};
   bool poll_soon_ = false;
+  ready_ring ring_;  // inactive unless open_ready_ring() opened it
   std::atomic<std::uint64_t> polls_{0};
   std::atomic<std::uint64_t> handlers_{0};
+  std::atomic<std::uint64_t> skips_{0};
   io_lease lease_;
   // Its own line: written by tracked executors on any thread, read by the
   // owner at every scheduling point.

@@ -72,6 +72,9 @@ void worker::main(startup& st) {
     registered = true;
     shared_.bandwidth_params->adopt_call_rcu_thread();
     parker_.arm();
+    // On this thread: the kernel posts the ring's completions from the
+    // task work of the thread that armed its poll (ready_ring.hpp).
+    io_poll_.open_ready_ring();
   } catch (...) {
     if (registered) qsbr::unregister_thread();
     current.self = nullptr;
@@ -95,6 +98,7 @@ void worker::main(startup& st) {
   const io_lease::exclusive hold(io_poll_.lease());  // a rescuer may still look in
   work_.reset();
   io_.poll();  // completes the cancelled wait so its handler memory is freed
+  io_poll_.close_ready_ring();
   current.self = nullptr;
   current.owner = nullptr;
 }

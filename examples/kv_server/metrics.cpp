@@ -175,19 +175,22 @@ std::string info_text(const metrics_view& v, std::span<const std::string_view> s
     gap();
     out += "# Workers\r\n";
     for (const urt::worker_stats& w : v.workers) {
-      line(out,
-           "worker_%u:pu=%u,accepted=%llu,completed=%llu,exceptions=%llu,parks=%llu,"
-           "doorbells=%llu,pushes=%llu,pulls=%llu,io_polls=%llu,io_handlers=%llu,io_rescued=%llu,"
-           "fifo_us=%llu,normal_us=%llu,idle_us=%llu\r\n",
-           w.worker, w.pu, static_cast<unsigned long long>(w.accepted),
-           static_cast<unsigned long long>(w.completed), static_cast<unsigned long long>(w.exceptions),
-           static_cast<unsigned long long>(w.parks), static_cast<unsigned long long>(w.doorbells),
-           static_cast<unsigned long long>(w.pushes), static_cast<unsigned long long>(w.pulls),
-           static_cast<unsigned long long>(w.io_polls), static_cast<unsigned long long>(w.io_handlers),
-           static_cast<unsigned long long>(w.io_rescued),
-           static_cast<unsigned long long>(w.fifo_ns / 1000),
-           static_cast<unsigned long long>(w.normal_ns / 1000),
-           static_cast<unsigned long long>(w.idle_ns / 1000));
+      line(
+          out,
+          "worker_%u:pu=%u,accepted=%llu,completed=%llu,exceptions=%llu,parks=%llu,"
+          "doorbells=%llu,pushes=%llu,pulls=%llu,io_polls=%llu,io_ring_skips=%llu,io_handlers=%llu,"
+          "io_rescued=%llu,fifo_us=%llu,normal_us=%llu,idle_us=%llu\r\n",
+          w.worker, w.pu, static_cast<unsigned long long>(w.accepted),
+          static_cast<unsigned long long>(w.completed),
+          static_cast<unsigned long long>(w.exceptions), static_cast<unsigned long long>(w.parks),
+          static_cast<unsigned long long>(w.doorbells), static_cast<unsigned long long>(w.pushes),
+          static_cast<unsigned long long>(w.pulls), static_cast<unsigned long long>(w.io_polls),
+          static_cast<unsigned long long>(w.io_ring_skips),
+          static_cast<unsigned long long>(w.io_handlers),
+          static_cast<unsigned long long>(w.io_rescued),
+          static_cast<unsigned long long>(w.fifo_ns / 1000),
+          static_cast<unsigned long long>(w.normal_ns / 1000),
+          static_cast<unsigned long long>(w.idle_ns / 1000));
     }
   }
   return out;
@@ -261,16 +264,27 @@ std::string prometheus_text(const metrics_view& v) {
       std::uint64_t urt::worker_stats::*member;
     };
     static constexpr field fields[] = {
-        {"urt_worker_tasks_accepted_total", "Tasks placed on the worker.", &urt::worker_stats::accepted},
-        {"urt_worker_tasks_completed_total", "Tasks the worker ran to the end.", &urt::worker_stats::completed},
+        {"urt_worker_tasks_accepted_total", "Tasks placed on the worker.",
+         &urt::worker_stats::accepted},
+        {"urt_worker_tasks_completed_total", "Tasks the worker ran to the end.",
+         &urt::worker_stats::completed},
         {"urt_worker_task_exceptions_total", "Tasks that threw.", &urt::worker_stats::exceptions},
-        {"urt_worker_parks_total", "Times the worker slept on its doorbell.", &urt::worker_stats::parks},
-        {"urt_worker_doorbells_total", "Doorbell rings that woke the worker.", &urt::worker_stats::doorbells},
-        {"urt_worker_pushes_total", "Tasks the worker pushed to lower workers.", &urt::worker_stats::pushes},
-        {"urt_worker_pulls_total", "Tasks the worker pulled from overloaded workers.", &urt::worker_stats::pulls},
-        {"urt_worker_io_polls_total", "Reactor polls at scheduling points.", &urt::worker_stats::io_polls},
-        {"urt_worker_io_handlers_total", "I/O completions the worker took in.", &urt::worker_stats::io_handlers},
-        {"urt_worker_io_rescued_total", "I/O completions the worker took from a stuck worker's reactor.",
+        {"urt_worker_parks_total", "Times the worker slept on its doorbell.",
+         &urt::worker_stats::parks},
+        {"urt_worker_doorbells_total", "Doorbell rings that woke the worker.",
+         &urt::worker_stats::doorbells},
+        {"urt_worker_pushes_total", "Tasks the worker pushed to lower workers.",
+         &urt::worker_stats::pushes},
+        {"urt_worker_pulls_total", "Tasks the worker pulled from overloaded workers.",
+         &urt::worker_stats::pulls},
+        {"urt_worker_io_polls_total", "Reactor polls at scheduling points.",
+         &urt::worker_stats::io_polls},
+        {"urt_worker_io_ring_skips_total", "Reactor polls skipped: the ready ring showed no event.",
+         &urt::worker_stats::io_ring_skips},
+        {"urt_worker_io_handlers_total", "I/O completions the worker took in.",
+         &urt::worker_stats::io_handlers},
+        {"urt_worker_io_rescued_total",
+         "I/O completions the worker took from a stuck worker's reactor.",
          &urt::worker_stats::io_rescued},
     };
     for (const field& f : fields) {

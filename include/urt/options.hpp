@@ -243,6 +243,16 @@ struct runtime_options {
   /// polls at every scheduling point; 0 <= t <= max_wait. No I/O
   /// outstanding: no polling and no cost.
   std::chrono::nanoseconds io_poll_interval = std::chrono::microseconds{10};
+  /// Worker-owned I/O: whether a busy worker first reads from memory if its
+  /// reactor has had an event since its last poll, and skips the poll's
+  /// system call when it has not (true). Each worker keeps an io_uring of
+  /// its own with one poll of its reactor's epoll descriptor armed, which
+  /// the kernel marks at the event (DESIGN.md, "Worker-owned I/O"). A poll
+  /// still comes every 8 io_poll_intervals without an event, for what
+  /// Asio queues without one (an operation that completed when it was
+  /// started). Where the kernel refuses io_uring (before Linux 5.19, or
+  /// disabled), or with false, every poll is a system call, as before.
+  bool io_ready_ring = true;
   /// Called on the worker with the exception of a task that threw (inside
   /// it, this_task still describes the failed task). Empty: the runtime
   /// counts it and reports the first one per runtime on stderr. Either way

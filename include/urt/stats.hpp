@@ -75,6 +75,9 @@ struct worker_stats {
   std::uint64_t io_polls = 0;     ///< reactor polls at scheduling points (parked waits not counted)
   std::uint64_t io_handlers = 0;  ///< completions taken in, by those polls and parked waits
   std::uint64_t io_rescued = 0;   ///< completions this worker took from a stuck peer's reactor
+  /// Polls skipped at scheduling points: the ready ring showed no event
+  /// (runtime_options::io_ready_ring; stays 0 where the kernel refused it).
+  std::uint64_t io_ring_skips = 0;
 
   worker_stats& operator+=(const worker_stats& o) noexcept {
     accepted += o.accepted;
@@ -108,6 +111,7 @@ struct worker_stats {
     io_polls += o.io_polls;
     io_handlers += o.io_handlers;
     io_rescued += o.io_rescued;
+    io_ring_skips += o.io_ring_skips;
     timer_advance_ns = timer_advance_ns > o.timer_advance_ns ? timer_advance_ns : o.timer_advance_ns;
     idle_spin_ns = idle_spin_ns > o.idle_spin_ns ? idle_spin_ns : o.idle_spin_ns;
     return *this;
