@@ -7,19 +7,23 @@
 // since its last poll (runtime/io_poller.hpp). A longer interval makes fewer
 // polls; a completion that arrives meanwhile waits longer for its handler.
 //
-// Each interval (0, 2, 5, 10, 20 and 50 us) gets its own runtime with one
-// worker, on CPU 0; the main thread, the client, is pinned to CPU 1. Three
-// rounds take the intervals in turn, so that a slow stretch of the machine
-// hits all of them; the figures are medians over the rounds.
+// With the ready ring (runtime_options::io_ready_ring, runtime/ready_ring.hpp)
+// a worker polls only when its reactor had an event, or 8 intervals after
+// its last poll; without it, every poll is a system call. Each interval (0,
+// 2, 5, 10, 20 and 50 us) gets its own runtime with one worker, on CPU 0,
+// once without the ring and once with it; the main thread, the client, is
+// pinned to CPU 1. Three rounds take the runtimes in turn, so that a slow
+// stretch of the machine hits all of them; the figures are medians over
+// the rounds.
 //   (a) cost: a chain of 200,000 empty tasks at priority 1, each spawned by
 //       the one before it (local spawns: no other thread takes part), first
 //       with no socket (the reference), then with a socket read pending on
 //       the worker (I/O outstanding). ns per task each way (median of 5
 //       chains) and the difference, and the worker's polls per task. The
 //       difference is a check at every scheduling point (a clock read:
-//       has the interval passed?) plus the polls: the longest interval,
-//       where polls are rare, gives the check, and interval 0 then gives
-//       the cost of a poll.
+//       has the interval passed?) plus the polls: without the ring, the
+//       longest interval, where polls are rare, gives the check, and
+//       interval 0 then gives the cost of a poll.
 //   (b) what it buys: the worker kept busy by the same chain of 1-us tasks
 //       at priority 1; the client writes one byte to a socket whose read is
 //       pending on the worker at priority 90, after a random pause of 50 to
@@ -196,10 +200,11 @@ class pending_read {
   std::atomic<std::int64_t> started_{0};
 };
 
-urt::runtime_options options(microseconds interval) {
+urt::runtime_options options(microseconds interval, bool ring) {
   urt::runtime_options o;
   o.cpus = "0";
   o.io_poll_interval = interval;
+  o.io_ready_ring = ring;
   return o;
 }
 
@@ -225,13 +230,14 @@ struct figures {
   std::vector<double> polls;         // (a) polls per task
   std::vector<double> latency_us;    // (b) every sample of every round
   std::vector<double> bulk_per_s;    // (b) per round
+  std::uint64_t ring_skips = 0;      // polls the ready ring saved, all rounds
 };
 
-void one_round(microseconds interval, figures& f, std::mt19937& rng) {
+void one_round(microseconds interval, bool ring, figures& f, std::mt19937& rng) {
   // The runtime takes its CPUs from the creating thread's allowed set; the
   // client then keeps to CPU 1.
   pin_to_cpus(0, 1);
-  urt::runtime rt(options(interval));
+  urt::runtime rt(options(interval, ring));
   pin_to_cpus(1, 1);
   f.bare_ns.push_back(median_chain_ns(rt));
   pending_read reader(rt);
@@ -258,6 +264,22 @@ void one_round(microseconds interval, figures& f, std::mt19937& rng) {
   f.bulk_per_s.push_back(static_cast<double>(bulk.ran() - ran0) / window);
   bulk.stop();
   bulk.wait();
+  f.ring_skips += rt.stats().total().io_ring_skips;
+}
+
+void print_table(const char* title, const std::vector<figures>& by_interval) {
+  std::printf("%s\n", title);
+  std::printf("%10s %9s %9s %9s %10s   %8s %8s %8s %10s\n", "interval", "bare ns", "io ns",
+              "extra ns", "polls/task", "p50 us", "p99 us", "max us", "bulk/s");
+  for (std::size_t i = 0; i < intervals.size(); ++i) {
+    const figures& f = by_interval[i];
+    const double bare = median(f.bare_ns);
+    const double io = median(f.io_ns);
+    std::printf("%7lld us %9.1f %9.1f %9.1f %10.3f   %8.1f %8.1f %8.1f %10.0f\n",
+                static_cast<long long>(intervals[i].count()), bare, io, io - bare, median(f.polls),
+                percentile(f.latency_us, 50), percentile(f.latency_us, 99),
+                percentile(f.latency_us, 100), median(f.bulk_per_s));
+  }
 }
 
 }  // namespace
@@ -269,10 +291,12 @@ int main() {
       return 1;
     }
     std::mt19937 rng(12345);
-    std::vector<figures> by_interval(intervals.size());
+    std::vector<figures> by_interval(intervals.size());       // every poll a system call
+    std::vector<figures> by_interval_ring(intervals.size());  // with the ready ring
     for (int r = 0; r < rounds; ++r) {
       for (std::size_t i = 0; i < intervals.size(); ++i) {
-        one_round(intervals[i], by_interval[i], rng);
+        one_round(intervals[i], false, by_interval[i], rng);
+        one_round(intervals[i], true, by_interval_ring[i], rng);
       }
     }
     std::printf(
@@ -284,20 +308,20 @@ int main() {
     std::printf("(b) the worker busy with 1-us tasks; a byte written to a socket read pending at "
                 "priority %d: us to its handler's start, p50 / p99 / max of %d; bulk tasks/s\n",
                 io_priority, rounds * samples);
-    std::printf("%10s %9s %9s %9s %10s   %8s %8s %8s %10s\n", "interval", "bare ns", "io ns",
-                "extra ns", "polls/task", "p50 us", "p99 us", "max us", "bulk/s");
+    print_table("without the ready ring (io_ready_ring = false): every poll a system call",
+                by_interval);
+    std::uint64_t skips = 0;
+    for (const figures& f : by_interval_ring) skips += f.ring_skips;
+    print_table(skips > 0 ? "with the ready ring (io_ready_ring = true): a poll when the reactor "
+                            "had an event, or 8 intervals after the last"
+                          : "with io_ready_ring = true, but no poll was skipped: the kernel "
+                            "refused io_uring here, every poll a system call",
+                by_interval_ring);
     std::vector<double> extra(intervals.size());
     std::vector<double> polls(intervals.size());
     for (std::size_t i = 0; i < intervals.size(); ++i) {
-      const figures& f = by_interval[i];
-      const double bare = median(f.bare_ns);
-      const double io = median(f.io_ns);
-      extra[i] = io - bare;
-      polls[i] = median(f.polls);
-      std::printf("%7lld us %9.1f %9.1f %9.1f %10.3f   %8.1f %8.1f %8.1f %10.0f\n",
-                  static_cast<long long>(intervals[i].count()), bare, io, extra[i], polls[i],
-                  percentile(f.latency_us, 50), percentile(f.latency_us, 99),
-                  percentile(f.latency_us, 100), median(f.bulk_per_s));
+      extra[i] = median(by_interval[i].io_ns) - median(by_interval[i].bare_ns);
+      polls[i] = median(by_interval[i].polls);
     }
     // extra = check + polls/task * poll: the longest interval, where polls
     // are rare, gives the check (the clock read that decides whether to
@@ -305,9 +329,11 @@ int main() {
     const std::size_t last = intervals.size() - 1;
     const double check = extra[last];
     const double poll = polls[0] > polls[last] ? (extra[0] - check) / (polls[0] - polls[last]) : 0;
-    std::printf("with I/O outstanding, a scheduling point costs about %.0f ns to decide (the extra "
-                "at %lld us) and a poll about %.0f ns (the rest of the extra at 0 us, per poll)\n",
-                check, static_cast<long long>(intervals[last].count()), poll);
+    std::printf(
+        "without the ring, with I/O outstanding, a scheduling point costs about %.0f ns to "
+        "decide (the extra at %lld us) and a poll about %.0f ns (the rest of the extra at "
+        "0 us, per poll)\n",
+        check, static_cast<long long>(intervals[last].count()), poll);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "urt-io-poll-bench: %s\n", e.what());
