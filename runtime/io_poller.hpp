@@ -111,10 +111,6 @@ class io_poller {
   bool open_ready_ring();
   /// Owner: closes it (before the io_context goes).
   void close_ready_ring() noexcept { ring_.close(); }
-  /// Whether the ready ring is in use; why it is not (an errno, 0: not
-  /// asked for, or in use). Owner writes at open, anyone reads after.
-  [[nodiscard]] bool ready_ring_active() const noexcept { return ring_.active(); }
-  [[nodiscard]] int ready_ring_error() const noexcept { return ring_.open_error(); }
   /// Any thread: when the owner last looked into its reactor (io_lease).
   [[nodiscard]] clock::time_point last_look() const noexcept { return lease_.last_look(); }
   /// The right to run the io_context (io_rescue.hpp): the owner's parked
