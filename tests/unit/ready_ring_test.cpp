@@ -205,3 +205,55 @@ TEST_CASE("ready ring: a busy worker with a quiet reactor skips polls, and data 
     CHECK(s.io_ring_skips == 0);
   }
 }
+
+TEST_CASE("ready ring: a completion Asio queues without an event still reaches a busy worker") {
+  // A read started from another thread on a socket whose data is already
+  // there completes at once: Asio queues its completion in the worker's
+  // io_context, and no epoll event marks the ring. The worker, busy in a
+  // long task, must still take it in: its poll at least every
+  // quiet_poll_every intervals does.
+  urt::runtime rt(urt_test::synthetic_workers(1));
+  const urt::executor at90 = rt.executor({.priority = 90});
+  urt::net::tcp_acceptor acceptor(at90, {asio::ip::make_address("127.0.0.1"), 0});
+  asio::io_context client_io;
+  asio::ip::tcp::socket client(client_io);
+  client.connect(acceptor.local_endpoint());
+  urt::net::tcp_socket server(at90);
+  acceptor.accept(server);
+  // I/O outstanding on the worker, so that it polls at all.
+  urt::net::steady_timer keep(at90);
+  keep.expires_after(std::chrono::hours{1});
+  keep.async_wait([](const std::error_code&) {});
+  asio::write(client, asio::buffer("!", 1));
+  const std::uint64_t polls_before = rt.stats().workers[0].io_polls;
+  std::atomic<bool> settled{false};
+  std::atomic<bool> started{false};
+  std::atomic<bool> arrived{false};
+  std::promise<bool> preempted_first;
+  rt.spawn({.priority = 10}, [&] {
+    bool preempted = false;
+    while (!preempted) {
+      preempted = urt::preempt_point();
+      // The data's event was taken by a poll, and the ring is quiet since.
+      if (!settled.load() && rt.stats().workers[0].io_polls > polls_before &&
+          rt.stats().workers[0].io_ring_skips > 0) {
+        settled.store(true);
+      }
+      if (!settled.load() && rt.stats().workers[0].io_ring_skips == 0 &&
+          rt.stats().workers[0].io_polls > polls_before + 1) {
+        settled.store(true);  // no ring here: every look is a poll
+      }
+    }
+    preempted_first.set_value(started.load() && !arrived.load());
+  });
+  while (!settled.load()) std::this_thread::yield();
+  char byte = 0;
+  started.store(true);
+  server.async_read_some(asio::buffer(&byte, 1),
+                         [&](const std::error_code& ec, std::size_t) { arrived.store(!ec); });
+  CHECK(preempted_first.get_future().get());  // preempted by the read's handler
+  keep.cancel();
+  rt.stop();
+  CHECK(arrived.load());
+  CHECK(byte == '!');
+}
