@@ -379,7 +379,21 @@ TEST_CASE("fault: construction at the open-file limit fails with std::system_err
       const std::system_error warm(std::make_error_code(std::errc::too_many_files_open), "warm");
     }
     const int fds_before = open_fds();
-    const int threads_before = threads();
+    // The warm runtime's joined workers may still be in /proc/self/task
+    // (below): the count before is taken once it has stayed the same for
+    // 20 reads in a row, 100 us apart. A worker with a ready ring tears
+    // its io_uring down on its way out, which made that window wide
+    // enough to be counted here, and the count then fell below it.
+    int threads_before = threads();
+    int same = 0;
+    if (!wait_until([&] {
+          const int now = threads();
+          same = now == threads_before ? same + 1 : 0;
+          threads_before = now;
+          return same >= 20;
+        })) {
+      return setup_failed;
+    }
     int failures = 0;
     for (int extra = 0; extra <= 12; ++extra) {
       rlimit low = original;
