@@ -34,6 +34,7 @@ T* at(void* base, std::uint32_t offset) noexcept {
 }  // namespace
 
 bool ready_ring::open(int epoll_fd) noexcept {
+  static_assert(pending_flags == (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW));
   close();
   error_ = 0;
   io_uring_params params{};
@@ -51,7 +52,6 @@ bool ready_ring::open(int epoll_fd) noexcept {
   }
   fd_ = fd;
   epoll_fd_ = epoll_fd;
-  pending_flags_ = IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW;
   sq_map_size_ = params.sq_off.array + params.sq_entries * sizeof(unsigned);
   cq_map_size_ = params.cq_off.cqes + params.cq_entries * sizeof(io_uring_cqe);
   const bool single = (params.features & IORING_FEAT_SINGLE_MMAP) != 0;

@@ -77,7 +77,7 @@ class ready_ring {
     if (fd_ < 0) return true;
     // Acquire: pairs with the kernel's atomic set of the flag at the
     // wake-up and its release store of the CQ tail when it posts.
-    return (__atomic_load_n(sq_flags_, __ATOMIC_ACQUIRE) & pending_flags_) != 0 ||
+    return (__atomic_load_n(sq_flags_, __ATOMIC_ACQUIRE) & pending_flags) != 0 ||
            __atomic_load_n(cq_tail_, __ATOMIC_ACQUIRE) != *cq_head_;
   }
 
@@ -86,13 +86,18 @@ class ready_ring {
   void take() noexcept;
 
  private:
+  // The flags word's bits that say a wake-up came: IORING_SQ_TASKRUN (task
+  // work pending, its CQE to follow) and IORING_SQ_CQ_OVERFLOW (CQEs wait
+  // in the kernel), as <linux/io_uring.h> numbers them; open() checks
+  // them against that header.
+  static constexpr std::uint32_t pending_flags = (1U << 2) | (1U << 1);
+
   bool arm() noexcept;
   void fail(int error) noexcept;
 
   int fd_ = -1;
   int epoll_fd_ = -1;
   int error_ = 0;
-  std::uint32_t pending_flags_ = 0;  // IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW
   // The mapped rings (one mapping when the kernel shares it, else two).
   void* sq_map_ = nullptr;
   std::size_t sq_map_size_ = 0;

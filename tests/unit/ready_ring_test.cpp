@@ -61,6 +61,30 @@ struct watched_pipe {
   }
 };
 
+// A TCP connection whose server end is homed on worker 0 of `rt` at 90:
+// `client` writes to it from this thread, `server` reads on the worker.
+struct loopback_pair {
+  urt::executor at90;
+  urt::net::tcp_acceptor acceptor;
+  asio::io_context client_io;
+  asio::ip::tcp::socket client{client_io};
+  urt::net::tcp_socket server;
+  explicit loopback_pair(urt::runtime& rt)
+      : at90(rt.executor({.priority = 90})),
+        acceptor(at90, {asio::ip::make_address("127.0.0.1"), 0}),
+        server(at90) {
+    client.connect(acceptor.local_endpoint());
+    acceptor.accept(server);
+  }
+};
+
+// Whether this kernel gives the process a ready ring at all.
+bool kernel_gives_rings() {
+  watched_pipe probe;
+  ready_ring r;
+  return r.open(probe.epoll);
+}
+
 // A refusal is one of the kernel's ways of saying no to io_uring.
 bool refused(int error) {
   return error == ENOSYS || error == EPERM || error == EINVAL || error == ENOMEM;
@@ -160,24 +184,20 @@ TEST_CASE("ready ring: an io_context's reactor descriptor is found and watched")
 }
 
 TEST_CASE("ready ring: a busy worker with a quiet reactor skips polls, and data still preempts") {
-  urt::runtime rt(urt_test::synthetic_workers(1));
-  bool ring_works = false;
-  {
-    watched_pipe probe;
-    ready_ring r;
-    ring_works = r.open(probe.epoll);
-  }
-  const urt::executor at90 = rt.executor({.priority = 90});
-  urt::net::tcp_acceptor acceptor(at90, {asio::ip::make_address("127.0.0.1"), 0});
-  asio::io_context client_io;
-  asio::ip::tcp::socket client(client_io);
-  client.connect(acceptor.local_endpoint());
-  urt::net::tcp_socket server(at90);
-  acceptor.accept(server);
+  // With io_ready_ring false, or a kernel that refuses io_uring, no poll is
+  // skipped and the data still preempts (by the interval's polls).
+  bool asked = true;
+  SUBCASE("io_ready_ring true") { asked = true; }
+  SUBCASE("io_ready_ring false") { asked = false; }
+  urt::runtime_options o = urt_test::synthetic_workers(1);
+  o.io_ready_ring = asked;
+  urt::runtime rt(o);
+  const bool ring_works = asked && kernel_gives_rings();
+  loopback_pair link(rt);
   std::atomic<bool> arrived{false};
   char byte = 0;
-  server.async_read_some(asio::buffer(&byte, 1),
-                         [&](const std::error_code& ec, std::size_t) { arrived.store(!ec); });
+  link.server.async_read_some(asio::buffer(&byte, 1),
+                              [&](const std::error_code& ec, std::size_t) { arrived.store(!ec); });
   std::atomic<bool> quiet_seen{false};
   std::promise<bool> preempted_first;
   rt.spawn({.priority = 10}, [&] {
@@ -193,7 +213,7 @@ TEST_CASE("ready ring: a busy worker with a quiet reactor skips polls, and data 
     preempted_first.set_value(!arrived.load());
   });
   while (!quiet_seen.load()) std::this_thread::yield();
-  asio::write(client, asio::buffer("!", 1));
+  asio::write(link.client, asio::buffer("!", 1));
   CHECK(preempted_first.get_future().get());  // preempted by the read's handler
   rt.stop();
   CHECK(arrived.load());
@@ -213,18 +233,12 @@ TEST_CASE("ready ring: a completion Asio queues without an event still reaches a
   // long task, must still take it in: its poll at least every
   // quiet_poll_every intervals does.
   urt::runtime rt(urt_test::synthetic_workers(1));
-  const urt::executor at90 = rt.executor({.priority = 90});
-  urt::net::tcp_acceptor acceptor(at90, {asio::ip::make_address("127.0.0.1"), 0});
-  asio::io_context client_io;
-  asio::ip::tcp::socket client(client_io);
-  client.connect(acceptor.local_endpoint());
-  urt::net::tcp_socket server(at90);
-  acceptor.accept(server);
+  loopback_pair link(rt);
   // I/O outstanding on the worker, so that it polls at all.
-  urt::net::steady_timer keep(at90);
+  urt::net::steady_timer keep(link.at90);
   keep.expires_after(std::chrono::hours{1});
   keep.async_wait([](const std::error_code&) {});
-  asio::write(client, asio::buffer("!", 1));
+  asio::write(link.client, asio::buffer("!", 1));
   const std::uint64_t polls_before = rt.stats().workers[0].io_polls;
   std::atomic<bool> settled{false};
   std::atomic<bool> started{false};
@@ -249,8 +263,8 @@ TEST_CASE("ready ring: a completion Asio queues without an event still reaches a
   while (!settled.load()) std::this_thread::yield();
   char byte = 0;
   started.store(true);
-  server.async_read_some(asio::buffer(&byte, 1),
-                         [&](const std::error_code& ec, std::size_t) { arrived.store(!ec); });
+  link.server.async_read_some(asio::buffer(&byte, 1),
+                              [&](const std::error_code& ec, std::size_t) { arrived.store(!ec); });
   CHECK(preempted_first.get_future().get());  // preempted by the read's handler
   keep.cancel();
   rt.stop();
