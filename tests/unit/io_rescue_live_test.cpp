@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <future>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -165,6 +166,16 @@ namespace {
 // until `stop`, and yields at a preempt point that reports more urgent
 // work by queuing its own continuation first (so the worker's run queue
 // is never empty, and it never reaches its idle pass).
+// The counters that tell where a rescue went (a failure's report).
+std::string io_counters(const urt::worker_stats& w) {
+  std::ostringstream out;
+  out << "completed " << w.completed << " parks " << w.parks << " doorbells " << w.doorbells
+      << " pulls " << w.pulls << " stuck_pulls " << w.stuck_pulls << " io_polls " << w.io_polls
+      << " io_handlers " << w.io_handlers << " io_rescued " << w.io_rescued << " io_ring_skips "
+      << w.io_ring_skips;
+  return out.str();
+}
+
 struct busy_chain {
   urt::runtime* rt;
   std::atomic<bool>* stop;
@@ -239,7 +250,16 @@ TEST_CASE("io_rescue live: a busy worker with I/O of its own rescues a held peer
     CHECK(round_trip(0, msg) == msg);
   }
   echoed.store(true);
-  CHECK(released_by_echo.get_future().get());
+  const bool by_echo = released_by_echo.get_future().get();
+  if (!by_echo) {
+    // This has failed in about one full suite run in ten (never alone):
+    // what each worker did says where the echoes waited.
+    MESSAGE("worker 0: " << io_counters(rt.stats().workers[0]));
+    MESSAGE("worker 1 before: " << io_counters(before)
+                                << "; after: " << io_counters(rt.stats().workers[1])
+                                << "; chain yields " << yields.load());
+  }
+  CHECK(by_echo);
   // Read while the chain still runs: once it ends, worker 1 goes idle and parks.
   const urt::worker_stats after = rt.stats().workers[1];
   stop_busy.store(true);
