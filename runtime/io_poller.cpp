@@ -39,10 +39,13 @@ URT_HOT std::size_t io_poller::poll(clock::time_point now) {
   poll_soon_ = false;
   lease_.looked(now);
   // Before the poll: an event after this take marks the ring again
-  // (ready_ring.hpp).
-  ring_.take();
+  // (ready_ring.hpp). Not while polls run completions: the ring stays
+  // marked, and each interval polls, as without it, with no
+  // io_uring_enter.
+  if (!flowing_) ring_.take();
   const delivering scope;
   const std::size_t ran = io_.poll();
+  flowing_ = ran > 0;
   polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   handlers_.store(handlers_.load(std::memory_order_relaxed) + ran, std::memory_order_relaxed);
   return ran;

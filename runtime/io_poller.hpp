@@ -21,7 +21,10 @@
 // have passed since the last poll (what Asio queues without an event: an
 // operation that completed as it was started, its completion queued in
 // the io_context). A look at an unmarked ring counts as a look into the
-// reactor (io_lease::looked): nothing waits there for a rescuer.
+// reactor (io_lease::looked): nothing waits there for a rescuer. After a
+// poll that ran completions the next poll does not take the ring first:
+// it stays marked, so that while completions keep coming the worker polls
+// at each interval, as without the ring, with no io_uring_enter.
 //
 // "I/O outstanding" is Asio's own notion: an operation in flight holds an
 // executor with outstanding_work.tracked, and such executors count
@@ -143,6 +146,7 @@ class io_poller {
   const config cfg_;
   clock::time_point last_{};
   bool poll_soon_ = false;
+  bool flowing_ = false;  // the last poll ran completions: the next one takes no ring
   ready_ring ring_;  // inactive unless open_ready_ring() opened it
   std::atomic<std::uint64_t> polls_{0};
   std::atomic<std::uint64_t> handlers_{0};

@@ -38,12 +38,13 @@ bool ready_ring::open(int epoll_fd) noexcept {
   close();
   error_ = 0;
   io_uring_params params{};
-  // No interrupt to the running worker at a wake-up: the flag, then the
-  // completion at its next entry into the kernel (see the header). A
-  // completion queue a few times the one request's, so that the
-  // completions of a worker that enters the kernel often between two
-  // take()s rarely overflow it (an overflow is handled: take()).
-  params.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_CQSIZE;
+  // The wake-up's work waits for take(), on this thread alone (see the
+  // header); the flag says it came. A completion queue a few entries
+  // long: take() consumes before it lets the kernel post, so the one
+  // poll rarely has more than one completion waiting (an overflow is
+  // flushed by take() like a wake-up).
+  params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+                 IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_CQSIZE;
   params.cq_entries = 16;
   const int fd = setup(1, params);
   if (fd < 0) {
@@ -104,37 +105,42 @@ bool ready_ring::arm() noexcept {
   return true;
 }
 
-void ready_ring::take() noexcept {
-  if (fd_ < 0) return;
+bool ready_ring::consume() noexcept {
+  const unsigned head = *cq_head_;
+  // Acquire: pairs with the kernel's release store of the tail after it
+  // wrote the entries.
+  const unsigned tail = __atomic_load_n(cq_tail_, __ATOMIC_ACQUIRE);
   bool rearm = false;
-  for (int pass = 0; pass < 2; ++pass) {
-    const unsigned head = *cq_head_;
-    // Acquire: pairs with the kernel's release store of the tail after it
-    // wrote the entries.
-    const unsigned tail = __atomic_load_n(cq_tail_, __ATOMIC_ACQUIRE);
-    for (unsigned i = head; i != tail; ++i) {
-      const auto& cqe = static_cast<const io_uring_cqe*>(cqes_)[i & *cq_mask_];
-      // The last completion of a multishot poll comes without F_MORE: the
-      // poll ended (an error, or the kernel could not post one).
-      if ((cqe.flags & IORING_CQE_F_MORE) == 0) {
-        if (cqe.res < 0) {
-          fail(-cqe.res);  // the kernel cannot poll it: back to the interval
-          return;
-        }
-        rearm = true;
+  for (unsigned i = head; i != tail; ++i) {
+    const auto& cqe = static_cast<const io_uring_cqe*>(cqes_)[i & *cq_mask_];
+    // The last completion of a multishot poll comes without F_MORE: the
+    // poll ended (an error, or the kernel could not post one).
+    if ((cqe.flags & IORING_CQE_F_MORE) == 0) {
+      if (cqe.res < 0) {
+        fail(-cqe.res);  // the kernel cannot poll it: back to the interval
+        return false;
       }
-    }
-    // Release: the kernel may reuse the entries once it sees the new head.
-    __atomic_store_n(cq_head_, tail, __ATOMIC_RELEASE);
-    // Completions the queue had no room for wait in the kernel: flush
-    // them into the queue and take them too.
-    if ((__atomic_load_n(sq_flags_, __ATOMIC_ACQUIRE) & IORING_SQ_CQ_OVERFLOW) == 0) break;
-    if (enter(fd_, 0, IORING_ENTER_GETEVENTS) < 0) {
-      fail(errno);
-      return;
+      rearm = true;
     }
   }
-  if (rearm) arm();
+  // Release: the kernel may reuse the entries once it sees the new head.
+  __atomic_store_n(cq_head_, tail, __ATOMIC_RELEASE);
+  return !rearm || arm();
+}
+
+void ready_ring::take() noexcept {
+  if (fd_ < 0 || !consume()) return;
+  // A wake-up came (or completions wait in the kernel): run it, and
+  // consume what it posted. Acquire: pairs with the kernel's atomic set
+  // of the flags.
+  if ((__atomic_load_n(sq_flags_, __ATOMIC_ACQUIRE) & pending_flags) == 0) return;
+  if (enter(fd_, 0, IORING_ENTER_GETEVENTS) < 0) {
+    // A signal (EINTR) or a full queue (EBUSY) leaves the ring marked:
+    // the next take() tries again.
+    if (errno != EINTR && errno != EBUSY) fail(errno);
+    return;
+  }
+  consume();
 }
 
 void ready_ring::fail(int error) noexcept {

@@ -12,40 +12,51 @@
 // worker's own holding one multishot poll of the reactor's epoll
 // descriptor for readability. An epoll descriptor wakes whoever polls it
 // each time one of its descriptors gets an event; the io_uring poll's
-// wake-up then marks the ring in memory shared with the process, from
-// the waker's context (a NIC's softirq, the thread that wrote to the
-// socket): with IORING_SETUP_COOP_TASKRUN and IORING_SETUP_TASKRUN_FLAG
-// the kernel sets IORING_SQ_TASKRUN in the ring's flags word at the
-// wake-up and posts the completion (a CQE) the next time the worker
-// enters or leaves the kernel, without an interrupt to the running
-// worker. signalled() reads that word and the completion queue's tail:
-// two loads.
+// wake-up, run in the waker's context (a NIC's softirq, the thread that
+// wrote to the socket), queues its work on the ring and, with
+// IORING_SETUP_TASKRUN_FLAG, sets IORING_SQ_TASKRUN in the ring's flags
+// word, memory the process has mapped. signalled() reads that word and
+// the completion queue's tail: two loads.
+//
+// IORING_SETUP_DEFER_TASKRUN keeps that work queued until the worker asks
+// for it (io_uring_enter with GETEVENTS, in take()). Without it (with
+// COOP_TASKRUN, the ring's first form) the kernel ran the work at the
+// worker's next return from any system call, and marked the thread for
+// it as a signal does: a task's own epoll_wait then returned EINTR
+// although no signal came (23 times in 50 in a probe, never without the
+// ring; tests/unit/ready_ring_test.cpp has it as a case). Deferred, the
+// worker's other system calls never see it.
 //
 // Protocol, owner only:
-//   take() (the CQEs are consumed and the poll re-armed if it ended), then
-//   the reactor poll (epoll_wait): every event that arrived before take()
-//   is collected by the poll; every event after it wakes the ring again.
+//   take(): the completions posted so far are consumed, a wake-up that
+//   came is run (it posts a completion for the event that woke it) and
+//   that completion consumed too, the poll re-armed if it ended; then the
+//   reactor poll (epoll_wait). Every event that arrived before take() is
+//   collected by the poll; every event after it marks the ring again.
 //   Taking after the poll instead would lose an event that came between
 //   the poll's scan and the take.
 // So signalled() is false only when no event came since the last take()
-// (a wake-up is never missed); it may be true with nothing to collect
-// (the event was already collected, by this poll or a rescuer's, or its
-// CQE came after the take: one poll too many).
+// (a wake-up is never missed). A poll without a take() before it is safe
+// too: the ring then stays marked, so the next look polls again. The
+// io_poller does that while its polls keep running completions: one
+// system call per interval, as without the ring, no io_uring_enter, and
+// the wakers find the work queued already and only count.
 //
 // What the ring cannot see: what Asio queues in the io_context without
 // an event (an operation that completed at once when started, a post to
 // the io_context itself). The io_poller polls at least every
 // quiet_poll_every intervals for those.
 //
-// The ring must be opened on the thread that will run the reactor's polls:
-// the kernel posts the poll's completion from that thread's task work.
-// Where the kernel refuses io_uring (older than 5.19, io_uring_disabled,
-// a seccomp filter), open() fails and the io_poller polls on its interval
-// as before. Raw system calls: one request type does not need liburing.
+// The ring must be opened on the thread that will take() it: a
+// DEFER_TASKRUN ring runs its work only for the thread that made it.
+// Where the kernel refuses io_uring or these flags (older than 6.1,
+// io_uring_disabled, a seccomp filter), open() fails and the io_poller
+// polls on its interval as before. Raw system calls: one request type does
+// not need liburing.
 //
 // Concurrency: none; owner only (the kernel writes the flags word and the
 // completion queue; the loads that read them are acquires, pairing with
-// the kernel's release stores and atomic updates of them).
+// the kernel's atomic updates and release stores of them).
 #pragma once
 
 #include <cstddef>
@@ -81,18 +92,23 @@ class ready_ring {
            __atomic_load_n(cq_tail_, __ATOMIC_ACQUIRE) != *cq_head_;
   }
 
-  /// Owner, before each poll of the reactor: consumes the completions
-  /// posted so far and re-arms the poll when the kernel ended it.
+  /// Owner, right before a poll of the reactor: consumes the completions
+  /// posted so far, runs a wake-up that came and consumes what it posted,
+  /// and re-arms the poll if the kernel ended it (see the top). A system
+  /// call only when a wake-up came.
   void take() noexcept;
 
  private:
-  // The flags word's bits that say a wake-up came: IORING_SQ_TASKRUN (task
-  // work pending, its CQE to follow) and IORING_SQ_CQ_OVERFLOW (CQEs wait
-  // in the kernel), as <linux/io_uring.h> numbers them; open() checks
-  // them against that header.
+  // The flags word's bits that say a wake-up came: IORING_SQ_TASKRUN (its
+  // work queued, its CQE posted when take() runs it) and
+  // IORING_SQ_CQ_OVERFLOW (CQEs wait in the kernel), as <linux/io_uring.h>
+  // numbers them; open() checks them against that header.
   static constexpr std::uint32_t pending_flags = (1U << 2) | (1U << 1);
 
   bool arm() noexcept;
+  // Consumes the completion queue, re-arming the poll if it ended; false
+  // when the ring failed (inactive now).
+  bool consume() noexcept;
   void fail(int error) noexcept;
 
   int fd_ = -1;
