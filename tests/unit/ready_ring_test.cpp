@@ -153,6 +153,25 @@ TEST_CASE("ready ring: closed it says poll, reopened it works again") {
   CHECK(ring.signalled());
 }
 
+TEST_CASE("ready ring: a poll the kernel refuses leaves the ring inactive, saying poll") {
+  // The poll's own failure comes as its last completion (no F_MORE, a
+  // negative result): the next take() sees it, closes the ring and keeps
+  // the error, and from then on every look says poll.
+  if (!kernel_gives_rings()) return;  // the first case checks the refusal
+  ready_ring ring;
+  if (!ring.open(-1)) {
+    CHECK(ring.open_error() == EBADF);  // refused at submission
+  } else {
+    CHECK(ring.signalled());  // the failure's completion
+    ring.take();
+    CHECK_FALSE(ring.active());
+    CHECK(ring.open_error() == EBADF);
+  }
+  CHECK(ring.signalled());
+  ring.take();  // inactive: nothing to do, no crash
+  CHECK(ring.signalled());
+}
+
 TEST_CASE("ready ring: an io_context's reactor descriptor is found and watched") {
   asio::io_context io{1};
   CHECK(urt::detail::reactor_epoll_fd(io) == -1);  // no reactor made yet
