@@ -23,9 +23,9 @@
 // COOP_TASKRUN, the ring's first form) the kernel ran the work at the
 // worker's next return from any system call, and marked the thread for
 // it as a signal does: a task's own epoll_wait then returned EINTR
-// although no signal came (23 times in 50 in a probe, never without the
-// ring; tests/unit/ready_ring_test.cpp has it as a case). Deferred, the
-// worker's other system calls never see it.
+// although no signal came (in about half the rounds of a probe, never
+// without the ring; tests/unit/ready_ring_test.cpp has it as a case).
+// Deferred, the worker's other system calls never see it.
 //
 // Protocol, owner only:
 //   take(): the completions posted so far are consumed, a wake-up that
