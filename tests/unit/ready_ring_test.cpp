@@ -294,9 +294,9 @@ TEST_CASE("ready ring: a task's own epoll_wait sees no EINTR from its worker's r
   // The ring's wake-up runs in the waker's context and queues work for the
   // worker's thread. Run at the thread's next return from the kernel (the
   // ring's first form, COOP_TASKRUN), it marked the thread as a signal
-  // does, and a task's own epoll_wait on that worker returned EINTR (25
-  // times in 50 in a probe, this case's rounds). Deferred to the poller's
-  // take(), it touches no other system call. Each round: the client writes
+  // does, and a task's own epoll_wait on that worker returned EINTR (in
+  // 11 of this case's 20 rounds). Deferred to the poller's take(), it
+  // touches no other system call. Each round: the client writes
   // to a socket with a read pending on the worker while a task there is
   // busy for 300 us; the task then waits in an epoll set of its own that
   // stays empty: the wait must time out.
