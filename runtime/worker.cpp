@@ -72,8 +72,8 @@ void worker::main(startup& st) {
     registered = true;
     shared_.bandwidth_params->adopt_call_rcu_thread();
     parker_.arm();
-    // On this thread: the kernel posts the ring's completions from the
-    // task work of the thread that armed its poll (ready_ring.hpp).
+    // On this thread: the ring runs its deferred work only for the thread
+    // that made it (ready_ring.hpp).
     io_poll_.open_ready_ring();
   } catch (...) {
     if (registered) qsbr::unregister_thread();

@@ -250,8 +250,10 @@ struct runtime_options {
   /// the kernel marks at the event (DESIGN.md, "Worker-owned I/O"). A poll
   /// still comes every 8 io_poll_intervals without an event, for what
   /// Asio queues without one (an operation that completed when it was
-  /// started). Where the kernel refuses io_uring (before Linux 5.19, or
-  /// disabled), or with false, every poll is a system call, as before.
+  /// started). The ring's work runs only inside those polls, so a task's
+  /// own system calls never see it. Where the kernel refuses io_uring
+  /// (before Linux 6.1, or disabled), or with false, every poll is a
+  /// system call, as before.
   bool io_ready_ring = true;
   /// Called on the worker with the exception of a task that threw (inside
   /// it, this_task still describes the failed task). Empty: the runtime
