@@ -162,10 +162,6 @@ TEST_CASE("io_rescue live: a worker idle beside a running peer with I/O parks be
 }
 
 namespace {
-// A task that keeps worker 1 busy and never lets it go idle: it runs
-// until `stop`, and yields at a preempt point that reports more urgent
-// work by queuing its own continuation first (so the worker's run queue
-// is never empty, and it never reaches its idle pass).
 // The counters that tell where a rescue went (a failure's report).
 std::string io_counters(const urt::worker_stats& w) {
   std::ostringstream out;
@@ -176,6 +172,10 @@ std::string io_counters(const urt::worker_stats& w) {
   return out.str();
 }
 
+// A task that keeps worker 1 busy and never lets it go idle: it runs
+// until `stop`, and yields at a preempt point that reports more urgent
+// work by queuing its own continuation first (so the worker's run queue
+// is never empty, and it never reaches its idle pass).
 struct busy_chain {
   urt::runtime* rt;
   std::atomic<bool>* stop;
