@@ -95,7 +95,7 @@ class ready_ring {
   /// Owner, right before a poll of the reactor: consumes the completions
   /// posted so far, runs a wake-up that came and consumes what it posted,
   /// and re-arms the poll if the kernel ended it (see the top). A system
-  /// call only when a wake-up came.
+  /// call only when a wake-up came or the poll is re-armed.
   void take() noexcept;
 
  private:
