@@ -1,5 +1,6 @@
 #include "io_poller.hpp"
 
+#include <cerrno>
 #include <utility>
 
 #include "current.hpp"
@@ -31,7 +32,10 @@ std::size_t io_poller::rescue() {
 bool io_poller::open_ready_ring() {
   if (!cfg_.ready_ring) return false;
   const int epoll_fd = reactor_epoll_fd(io_);
-  return epoll_fd >= 0 && ring_.open(epoll_fd);
+  int error = EOPNOTSUPP;  // no epoll descriptor: Asio's reactor is not the epoll one
+  if (epoll_fd >= 0) error = ring_.open(epoll_fd) ? 0 : ring_.open_error();
+  ring_error_.store(error, std::memory_order_relaxed);
+  return error == 0;
 }
 
 URT_HOT std::size_t io_poller::poll(clock::time_point now) {
@@ -42,7 +46,10 @@ URT_HOT std::size_t io_poller::poll(clock::time_point now) {
   // (ready_ring.hpp). Not while polls run completions: the ring stays
   // marked, and each interval polls, as without it, with no
   // io_uring_enter.
-  if (!flowing_) ring_.take();
+  if (!flowing_ && ring_.active()) {
+    ring_.take();
+    if (!ring_.active()) ring_error_.store(ring_.open_error(), std::memory_order_relaxed);
+  }
   const delivering scope;
   const std::size_t ran = io_.poll();
   flowing_ = ran > 0;

@@ -44,6 +44,8 @@
 //   - rescue(): any thread, when the owner has not looked into its reactor
 //     for a while (io_rescue.hpp); it and the owner's own polls and parked
 //     waits share the context through the lease (io_rescue.hpp).
+//   - the statistics (polls, handlers, ring_skips, ring_error): the owner
+//     writes them, any thread reads them, relaxed.
 //   - everything else: the owner only.
 #pragma once
 
@@ -138,6 +140,12 @@ class io_poller {
   [[nodiscard]] std::uint64_t handlers() const noexcept {
     return handlers_.load(std::memory_order_relaxed);
   }
+  /// Why the ready ring is off (worker_stats::io_ring_error): an errno
+  /// value, -1 without one, 0 while it is in use or not asked for (owner
+  /// writes when the ring opens or the kernel ends it, anyone reads).
+  [[nodiscard]] int ring_error() const noexcept {
+    return ring_error_.load(std::memory_order_relaxed);
+  }
 
  private:
   std::size_t poll(clock::time_point now);
@@ -151,6 +159,7 @@ class io_poller {
   std::atomic<std::uint64_t> polls_{0};
   std::atomic<std::uint64_t> handlers_{0};
   std::atomic<std::uint64_t> skips_{0};
+  std::atomic<int> ring_error_{0};
   io_lease lease_;
   // Its own line: written by tracked executors on any thread, read by the
   // owner at every scheduling point.

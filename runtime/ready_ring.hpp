@@ -79,7 +79,9 @@ class ready_ring {
   void close() noexcept;
 
   [[nodiscard]] bool active() const noexcept { return fd_ >= 0; }
-  /// Why the last open() failed: an errno value; 0 when it did not fail.
+  /// Why the ring is inactive: an errno value from the last open(), or
+  /// from the kernel ending the poll since (-1 where it gave none); 0 when
+  /// neither failed.
   [[nodiscard]] int open_error() const noexcept { return error_; }
 
   /// Owner: whether the epoll descriptor may have had an event since the

@@ -60,6 +60,7 @@ worker_stats worker::stats() const noexcept {
   s.io_handlers = io_poll_.handlers();
   s.io_rescued = get(c.io_rescued);
   s.io_ring_skips = io_poll_.ring_skips();
+  s.io_ring_error = io_poll_.ring_error();
   s.timer_spin_ns = get(c.timer_spin_ns);
   s.idle_spin_ns = static_cast<std::uint64_t>(parker_.reported_idle_spin().count());
   s.timer_advance_ns = static_cast<std::uint64_t>(parker_.reported_timer_advance().count());

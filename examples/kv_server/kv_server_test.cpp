@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -475,11 +476,14 @@ TEST_CASE("metrics: histogram buckets, quantiles and both text formats") {
   v.workers[1].completed = 7;
   v.workers[1].fifo_ns = 2'500'000'000;
   v.workers[1].idle_ns = 1'999;
+  v.workers[1].io_ring_error = EPERM;
   const std::string info = kv::info_text(v);
   CHECK(info.find("# Latency\r\n") != std::string::npos);
   CHECK(info.find("control_latency_us:p50=") != std::string::npos);
   CHECK(info.find("worker_1:pu=0,accepted=0,completed=7") != std::string::npos);
-  CHECK(info.find(",fifo_us=2500000,normal_us=0,idle_us=1\r\n") != std::string::npos);
+  CHECK(info.find(",fifo_us=2500000,normal_us=0,idle_us=1,io_ring_error=" + std::to_string(EPERM) +
+                  "\r\n") != std::string::npos);
+  CHECK(info.find(",idle_us=0,io_ring_error=0\r\n") != std::string::npos);  // worker 0
   const std::string_view clients[] = {"CLIENTS"};
   CHECK(kv::info_text(v, clients) ==
         "# Clients\r\nconnected_clients:0\r\nmaxclients:0\r\nblocked_clients:0\r\n");
@@ -525,6 +529,10 @@ TEST_CASE("metrics: histogram buckets, quantiles and both text formats") {
         std::string::npos);
   CHECK(prom.find("urt_worker_time_seconds_total{worker=\"0\",state=\"normal\"} 0.000000000\n") !=
         std::string::npos);
+  CHECK(prom.find("# TYPE urt_worker_io_ring_error gauge\n") != std::string::npos);
+  CHECK(prom.find("urt_worker_io_ring_error{worker=\"1\"} " + std::to_string(EPERM) + "\n") !=
+        std::string::npos);
+  CHECK(prom.find("urt_worker_io_ring_error{worker=\"0\"} 0\n") != std::string::npos);
 }
 
 TEST_CASE("options: defaults, values, and errors naming the option and the value") {

@@ -179,7 +179,7 @@ std::string info_text(const metrics_view& v, std::span<const std::string_view> s
           out,
           "worker_%u:pu=%u,accepted=%llu,completed=%llu,exceptions=%llu,parks=%llu,"
           "doorbells=%llu,pushes=%llu,pulls=%llu,io_polls=%llu,io_ring_skips=%llu,io_handlers=%llu,"
-          "io_rescued=%llu,fifo_us=%llu,normal_us=%llu,idle_us=%llu\r\n",
+          "io_rescued=%llu,fifo_us=%llu,normal_us=%llu,idle_us=%llu,io_ring_error=%d\r\n",
           w.worker, w.pu, static_cast<unsigned long long>(w.accepted),
           static_cast<unsigned long long>(w.completed),
           static_cast<unsigned long long>(w.exceptions), static_cast<unsigned long long>(w.parks),
@@ -190,7 +190,7 @@ std::string info_text(const metrics_view& v, std::span<const std::string_view> s
           static_cast<unsigned long long>(w.io_rescued),
           static_cast<unsigned long long>(w.fifo_ns / 1000),
           static_cast<unsigned long long>(w.normal_ns / 1000),
-          static_cast<unsigned long long>(w.idle_ns / 1000));
+          static_cast<unsigned long long>(w.idle_ns / 1000), w.io_ring_error);
     }
   }
   return out;
@@ -293,6 +293,12 @@ std::string prometheus_text(const metrics_view& v) {
         line(out, "%s{worker=\"%u\"} %llu\n", f.name, w.worker,
              static_cast<unsigned long long>(w.*f.member));
       }
+    }
+    metric("urt_worker_io_ring_error", "gauge",
+           "Why the worker's io_uring ready ring is off: an errno value (-1 without one); 0 while "
+           "it is in use or turned off.");
+    for (const urt::worker_stats& w : v.workers) {
+      line(out, "urt_worker_io_ring_error{worker=\"%u\"} %d\n", w.worker, w.io_ring_error);
     }
     // Where each worker's time went, by what it ran (worker_stats' *_ns).
     struct state {

@@ -78,6 +78,14 @@ struct worker_stats {
   /// Polls skipped at scheduling points: the ready ring showed no event
   /// (runtime_options::io_ready_ring; stays 0 where the kernel refused it).
   std::uint64_t io_ring_skips = 0;
+  /// Not a counter: why this worker's ready ring is off, an errno value
+  /// (ENOSYS, EPERM or EINVAL where the kernel, its io_uring_disabled
+  /// setting or a seccomp filter refuses io_uring or a flag the ring needs:
+  /// Linux 6.1 or later), or -1 where the kernel ended the ring's poll
+  /// without one; the worker then polls on its interval. 0 while the ring
+  /// is in use or with io_ready_ring = false. total() keeps the first
+  /// worker's that is not 0.
+  int io_ring_error = 0;
 
   worker_stats& operator+=(const worker_stats& o) noexcept {
     accepted += o.accepted;
@@ -114,6 +122,7 @@ struct worker_stats {
     io_ring_skips += o.io_ring_skips;
     timer_advance_ns = timer_advance_ns > o.timer_advance_ns ? timer_advance_ns : o.timer_advance_ns;
     idle_spin_ns = idle_spin_ns > o.idle_spin_ns ? idle_spin_ns : o.idle_spin_ns;
+    if (io_ring_error == 0) io_ring_error = o.io_ring_error;
     return *this;
   }
 };
@@ -123,7 +132,7 @@ struct runtime_stats {
   std::vector<worker_stats> workers;
 
   /// The sum over all workers (worker and pu are left 0; timer_advance_ns
-  /// and idle_spin_ns are the largest).
+  /// and idle_spin_ns are the largest, io_ring_error the first not 0).
   [[nodiscard]] worker_stats total() const noexcept {
     worker_stats sum;
     for (const auto& w : workers) sum += w;

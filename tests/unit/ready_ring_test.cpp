@@ -3,9 +3,9 @@
 // with a quiet reactor skips its polls' system calls while a socket's data
 // still reaches its preempt points, and a task's own system calls never
 // see the ring's wake-ups. Where the kernel refuses io_uring, the ring
-// reports it and says "poll" every time. Ordered by events, never by time.
-// Asio before doctest and the standard headers, as in the library's own
-// files (runtime/runtime.cpp says why).
+// reports it (the worker's stats say why) and says "poll" every time.
+// Ordered by events, never by time. Asio before doctest and the standard
+// headers, as in the library's own files (runtime/runtime.cpp says why).
 #include <doctest/doctest.h>
 #include <asio/posix/stream_descriptor.hpp>
 #include <asio/read.hpp>
@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "../topologies.hpp"
+#include "io_poller.hpp"
 #include "reactor_fd.hpp"
 #include "ready_ring.hpp"
 #include "urt/executor.hpp"
@@ -201,6 +202,30 @@ TEST_CASE("ready ring: an io_context's reactor descriptor is found and watched")
   ::close(ends[1]);
 }
 
+TEST_CASE("io_poller: the ring's state is reported, a refusal with its reason") {
+  // What worker_stats::io_ring_error shows: 0 when the ring is in use or
+  // not asked for, else why it is off (no epoll reactor; the kernel's no).
+  asio::io_context io{1};
+  SUBCASE("not asked for") {
+    urt::detail::io_poller poller(io, {std::chrono::microseconds{10}, false});
+    asio::posix::stream_descriptor made(io);
+    CHECK_FALSE(poller.open_ready_ring());
+    CHECK(poller.ring_error() == 0);
+  }
+  SUBCASE("asked for") {
+    urt::detail::io_poller poller(io, {std::chrono::microseconds{10}, true});
+    CHECK_FALSE(poller.open_ready_ring());  // no reactor made yet: nothing to watch
+    CHECK(poller.ring_error() == EOPNOTSUPP);
+    asio::posix::stream_descriptor made(io);
+    if (poller.open_ready_ring()) {
+      CHECK(poller.ring_error() == 0);
+    } else {
+      CHECK(refused(poller.ring_error()));
+    }
+    poller.close_ready_ring();
+  }
+}
+
 TEST_CASE("ready ring: a busy worker with a quiet reactor skips polls, and data still preempts") {
   // With io_ready_ring false, or a kernel that refuses io_uring, no poll is
   // skipped and the data still preempts (by the interval's polls).
@@ -241,6 +266,14 @@ TEST_CASE("ready ring: a busy worker with a quiet reactor skips polls, and data 
     CHECK(s.io_ring_skips > 0);
   } else {
     CHECK(s.io_ring_skips == 0);
+  }
+  // Why the ring is off, where it is: the kernel's refusal, kept; nothing
+  // when it runs or was not asked for.
+  if (asked && !ring_works) {
+    CHECK(refused(s.io_ring_error));
+    CHECK(rt.stats().total().io_ring_error == s.io_ring_error);
+  } else {
+    CHECK(s.io_ring_error == 0);
   }
 }
 
