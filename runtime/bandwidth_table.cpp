@@ -6,12 +6,14 @@
 
 #include <urcu/urcu-qsbr.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <thread>
 
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
@@ -80,11 +82,31 @@ void validate_group_budget(const group_budget& budget, const char* prefix) {
                      prefix);
 }
 
+namespace {
+
+// liburcu cannot report a call_rcu thread it fails to make: it aborts the
+// process (urcu_die). Before the first runtime asks for the default one,
+// a thread of our own is made and joined, so that a process at its thread
+// limit (RLIMIT_NPROC, a cgroup's pids.max) gets an exception instead.
+// Only a thread made elsewhere in the process between the two can still
+// take the last slot. Once liburcu has the thread, no probe.
+void ensure_thread_can_start() {
+  static std::atomic<bool> made{false};
+  // Relaxed: a second probe costs a thread, nothing else.
+  if (made.load(std::memory_order_relaxed)) return;
+  try {
+    std::thread([] {}).join();
+  } catch (const std::system_error& e) {
+    throw std::system_error(e.code(),
+                            "runtime: cannot start the call_rcu thread for bandwidth parameters "
+                            "(the limit on threads or memory)");
+  }
+  made.store(true, std::memory_order_relaxed);
+}
+
+}  // namespace
+
 bandwidth_table::bandwidth_table(const bandwidth_options& initial) {
-  auto* first = new node;
-  first->value.runtime_wide = initial;
-  first->value.groups.push_back({"default", std::nullopt});
-  current_.store(&first->value, std::memory_order_relaxed);
   {
     // Retired blocks go to the process's default call_rcu thread, made
     // here if it does not exist yet, so that it is never made lazily by a
@@ -106,13 +128,17 @@ bandwidth_table::bandwidth_table(const bandwidth_options& initial) {
     // other runtime (a task of another runtime waiting for this one's end
     // deadlocked). The destructor waits for no grace period.
     const scoped_signal_block masked(all_signals());
+    ensure_thread_can_start();
     reclaimer_ = urcu_qsbr_get_default_call_rcu_data();
   }
   if (reclaimer_ == nullptr) {
-    delete first;
     throw std::system_error(ENOMEM, std::generic_category(),
                             "runtime: cannot create the call_rcu thread for bandwidth parameters");
   }
+  auto* first = new node;
+  first->value.runtime_wide = initial;
+  first->value.groups.push_back({"default", std::nullopt});
+  current_.store(&first->value, std::memory_order_relaxed);
 }
 
 bandwidth_table::~bandwidth_table() {

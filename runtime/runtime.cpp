@@ -10,6 +10,7 @@
 #include "runtime_impl.hpp"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -47,11 +48,6 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
                            (options.cpus.empty() ? ": the topology has that many PUs; choose "
                                                    "some with runtime_options.cpus"
                                                  : ""));
-  }
-  if (options.lock_memory == memory_lock::all && ::mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
-    throw std::system_error(errno, std::generic_category(),
-                            "runtime_options.lock_memory: mlockall refused (needs root, "
-                            "CAP_IPC_LOCK or a large enough RLIMIT_MEMLOCK)");
   }
   prio_map = std::make_unique<detail::cpupri>(options.cpupri, topo.workers());
   overload = std::make_unique<detail::overload_mask>(topo.workers());
@@ -100,6 +96,26 @@ runtime::impl::impl(runtime_options opts) : options(std::move(opts)), topo(load_
   if (st.error) {
     shut_down(run_state::stopped);
     std::rethrow_exception(st.error);
+  }
+  // The lock comes last, once every thread the runtime makes exists (the
+  // workers, the call_rcu thread). Locked first, every later stack would
+  // count against RLIMIT_MEMLOCK: a worker's thread could not start, and
+  // liburcu, which cannot report a thread it fails to make, would abort
+  // the process. Now what exists is locked (MCL_CURRENT, worker stacks
+  // included) and what comes later too (MCL_FUTURE); a refusal (the
+  // kernel checks the whole mapping against the limit before it applies
+  // anything) leaves the process unlocked and no worker running.
+  if (options.lock_memory == memory_lock::all && ::mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+    const int error = errno;
+    shut_down(run_state::stopped);
+    ::rlimit limit{};
+    std::string why = "needs root or CAP_IPC_LOCK";
+    if (::getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+      why += ", or an RLIMIT_MEMLOCK above the process's mapped memory; the limit is " +
+             std::to_string(limit.rlim_cur) + " bytes";
+    }
+    throw std::system_error(error, std::generic_category(),
+                            "runtime_options.lock_memory: mlockall refused (" + why + ")");
   }
 }
 

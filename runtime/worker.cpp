@@ -55,7 +55,14 @@ void worker::start(startup& st) {
   // The thread inherits this mask: it never takes a blocked signal, not
   // even before its first instruction (signal_mask.hpp).
   const scoped_signal_block block(shared_.options->block_signals ? async_signals() : no_signals());
-  thread_ = std::thread([this, &st] { main(st); });
+  try {
+    thread_ = std::thread([this, &st] { main(st); });
+  } catch (const std::system_error& e) {
+    // EAGAIN: the process's thread limit (RLIMIT_NPROC, pids.max) or no
+    // memory for the stack.
+    throw std::system_error(e.code(), "runtime: cannot start worker " + std::to_string(id_) +
+                                          "'s thread (the limit on threads or memory)");
+  }
 }
 
 void worker::join() {

@@ -32,7 +32,10 @@ enum class worker_policy : unsigned char {
 /// Whether the runtime locks the process's memory (mlockall) when it starts.
 enum class memory_lock : unsigned char {
   none,
-  all,  ///< mlockall(MCL_CURRENT | MCL_FUTURE); never undone (it is process-wide)
+  /// mlockall(MCL_CURRENT | MCL_FUTURE) once every worker has started (their
+  /// stacks locked too); never undone (it is process-wide). Refused, the
+  /// constructor throws and nothing is locked.
+  all,
 };
 
 /// What a worker does when it lowers its priority (its next task is less

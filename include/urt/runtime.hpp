@@ -57,7 +57,8 @@ class runtime {
   /// chosen PU, pinned to it on a real system; returns once every worker
   /// is idle and placement sees it so. Throws std::invalid_argument
   /// naming a bad option, std::system_error when the OS refuses the policy,
-  /// the binding or the memory lock (no worker is left running then).
+  /// the binding, the memory lock or a thread (no worker is left running
+  /// then, and nothing locked).
   explicit runtime(runtime_options options = {});
   /// Drains: runs every accepted task, then joins the workers. Destroying
   /// a runtime from inside one of its own tasks aborts the process.
