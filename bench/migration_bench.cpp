@@ -12,12 +12,23 @@
 // that machine noise hits all of them; every `--ipi-timeout-us` value gets
 // its own push_ipi column.
 //
+// Each segment ends with a burst: `--burst` tasks at priority 20 spawned
+// from this thread, each of which spawns three at 30 from its worker (work
+// that fans out, every worker lowering and overloaded by turns), timed from
+// the first spawn until stop(drain) returns.
+//
+// `--spinners N` adds N threads of the application that spin through every
+// segment, unpinned, SCHED_OTHER (a busy-polling thread beside the pool, as
+// users run them): the workers share their CPUs with them.
+//
 // Printed per mode: releases, latency p50/p99/p99.9/max (us), and per second
 // the pushes, pulls, remote queue-lock acquisitions, doorbells sent, token
-// hops and fallbacks; then ratios against pull.
+// hops and fallbacks; the bursts' drain times (median and slowest, ms); then
+// ratios against pull.
 #include <getopt.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -46,6 +57,9 @@ struct config {
   std::vector<std::chrono::microseconds> ipi_timeouts{
       std::chrono::duration_cast<std::chrono::microseconds>(urt::runtime_options{}.ipi_timeout)};
   bool fifo = false;
+  int burst = 2000;  // tasks at 20, each spawning three at 30
+  int spinners = 0;
+  urt::worker_binding binding = urt::worker_binding::pu;
 };
 
 struct mode_run {
@@ -60,6 +74,7 @@ struct mode_run {
   std::uint64_t releases = 0;
   urt::worker_stats counters{};
   double seconds = 0;
+  std::vector<double> burst_ms{};  // one per segment
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -67,7 +82,8 @@ struct mode_run {
                "urt-migration-bench: %s\n"
                "usage: urt-migration-bench [--cpus LIST] [--tasks N] [--period-us US]\n"
                "       [--hog-us US] [--hog-step-us US (0: never yields)] [--segment-ms MS]\n"
-               "       [--segments N] [--ipi-timeout-us US[,US...]] [--fifo]\n",
+               "       [--segments N] [--ipi-timeout-us US[,US...]] [--fifo] [--burst N]\n"
+               "       [--spinners N] [--binding pu|llc|workers]\n",
                why);
   std::exit(2);
 }
@@ -94,6 +110,9 @@ config parse(int argc, char** argv) {
                                  {"segments", required_argument, nullptr, 'n'},
                                  {"ipi-timeout-us", required_argument, nullptr, 'i'},
                                  {"fifo", no_argument, nullptr, 'f'},
+                                 {"burst", required_argument, nullptr, 'b'},
+                                 {"spinners", required_argument, nullptr, 'w'},
+                                 {"binding", required_argument, nullptr, 'g'},
                                  {nullptr, 0, nullptr, 0}};
   for (int opt; (opt = getopt_long(argc, argv, "", longs, nullptr)) != -1;) {
     switch (opt) {
@@ -132,6 +151,25 @@ config parse(int argc, char** argv) {
       case 'f':
         c.fifo = true;
         break;
+      case 'b':
+        c.burst = static_cast<int>(parse_number("--burst", optarg, 0, 1000000));
+        break;
+      case 'w':
+        c.spinners = static_cast<int>(parse_number("--spinners", optarg, 0, 64));
+        break;
+      case 'g': {
+        const std::string b = optarg;
+        if (b == "pu") {
+          c.binding = urt::worker_binding::pu;
+        } else if (b == "llc") {
+          c.binding = urt::worker_binding::llc;
+        } else if (b == "workers") {
+          c.binding = urt::worker_binding::workers;
+        } else {
+          usage(("--binding: '" + b + "' is not pu, llc or workers").c_str());
+        }
+        break;
+      }
       default:
         usage("unknown flag");
     }
@@ -157,9 +195,18 @@ void run_segment(const config& c, mode_run& run) {
   o.cpus = c.cpus;
   o.migration = run.mode;
   o.ipi_timeout = run.ipi_timeout;
+  o.binding = c.binding;
   if (c.fifo) {
     o.policy = urt::worker_policy::fifo;
     o.fifo_priority = 80;
+  }
+  std::atomic<bool> spinning{true};
+  std::vector<std::thread> spinners;
+  for (int i = 0; i < c.spinners; ++i) {
+    spinners.emplace_back([&spinning] {
+      while (spinning.load(std::memory_order_relaxed)) {
+      }
+    });
   }
   urt::runtime rt(o);
   const auto workers = static_cast<unsigned>(rt.worker_count());
@@ -185,7 +232,18 @@ void run_segment(const config& c, mode_run& run) {
   std::this_thread::sleep_until(start + c.segment);
   for (auto& p : series) p.cancel();
   const urt::runtime_stats after = rt.stats();
+  const auto burst_start = std::chrono::steady_clock::now();
+  for (int i = 0; i < c.burst; ++i) {
+    rt.spawn({.priority = 20}, [&rt] {
+      for (int k = 0; k < 3; ++k) rt.spawn({.priority = 30}, [] {});
+    });
+  }
   rt.stop();
+  run.burst_ms.push_back(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - burst_start)
+          .count());
+  spinning.store(false);
+  for (auto& t : spinners) t.join();
   const urt::worker_stats b = before.total();
   const urt::worker_stats a = after.total();
   run.counters.pushes += a.pushes - b.pushes;
@@ -229,37 +287,52 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "urt-migration-bench: %s\n", e.what());
     return 1;
   }
-  std::printf("urt-migration-bench: %d segments x %lld ms per mode, period %lld us, hog %lld us "
-              "at 90 on worker 0 (preempt point every %lld us%s), tasks at 80%s\n",
-              c.segments, static_cast<long long>(c.segment.count()),
-              static_cast<long long>(c.period.count()), static_cast<long long>(c.hog.count()),
-              static_cast<long long>(c.hog_step.count()), c.hog_step.count() == 0 ? ": never" : "",
-              c.fifo ? ", SCHED_FIFO workers" : "");
-  std::printf("%-16s %9s %6s %6s %7s %7s %9s %9s %11s %10s %9s %9s\n", "mode", "releases",
-              "p50us", "p99us", "p99.9us", "max_us", "pushes/s", "pulls/s", "rlocks/s",
-              "bells/s", "hops/s", "fallbk/s");
+  std::printf(
+      "urt-migration-bench: %d segments x %lld ms per mode, period %lld us, hog %lld us "
+      "at 90 on worker 0 (preempt point every %lld us%s), tasks at 80%s; a burst of %d "
+      "tasks at 20 each spawning 3 at 30 per segment; %d spinning application "
+      "thread(s); binding %s\n",
+      c.segments, static_cast<long long>(c.segment.count()),
+      static_cast<long long>(c.period.count()), static_cast<long long>(c.hog.count()),
+      static_cast<long long>(c.hog_step.count()), c.hog_step.count() == 0 ? ": never" : "",
+      c.fifo ? ", SCHED_FIFO workers" : "", c.burst, c.spinners,
+      c.binding == urt::worker_binding::pu    ? "pu"
+      : c.binding == urt::worker_binding::llc ? "llc"
+                                              : "workers");
+  std::printf("%-16s %9s %6s %6s %7s %7s %9s %9s %11s %10s %9s %9s %14s\n", "mode", "releases",
+              "p50us", "p99us", "p99.9us", "max_us", "pushes/s", "pulls/s", "rlocks/s", "bells/s",
+              "hops/s", "fallbk/s", "burst ms p50/max");
   const mode_run* pull = nullptr;
   for (const auto& r : runs) {
     if (r.mode == urt::migration_mode::pull) pull = &r;
     const auto per_s = [&](std::uint64_t v) { return static_cast<double>(v) / r.seconds; };
-    std::printf("%-16s %9llu %6lld %6lld %7lld %7lld %9.0f %9.0f %11.0f %10.0f %9.0f %9.0f\n",
-                r.name.c_str(), static_cast<unsigned long long>(r.releases),
-                static_cast<long long>(pct(r, 0.5)), static_cast<long long>(pct(r, 0.99)),
-                static_cast<long long>(pct(r, 0.999)), static_cast<long long>(r.max_us),
-                per_s(r.counters.pushes), per_s(r.counters.pulls),
-                per_s(r.counters.remote_locks), per_s(r.counters.doorbells_sent),
-                per_s(r.counters.token_hops), per_s(r.counters.fallbacks));
+    std::vector<double> burst = r.burst_ms;
+    std::sort(burst.begin(), burst.end());
+    std::printf(
+        "%-16s %9llu %6lld %6lld %7lld %7lld %9.0f %9.0f %11.0f %10.0f %9.0f %9.0f %7.1f/%.1f\n",
+        r.name.c_str(), static_cast<unsigned long long>(r.releases),
+        static_cast<long long>(pct(r, 0.5)), static_cast<long long>(pct(r, 0.99)),
+        static_cast<long long>(pct(r, 0.999)), static_cast<long long>(r.max_us),
+        per_s(r.counters.pushes), per_s(r.counters.pulls), per_s(r.counters.remote_locks),
+        per_s(r.counters.doorbells_sent), per_s(r.counters.token_hops), per_s(r.counters.fallbacks),
+        burst[burst.size() / 2], burst.back());
   }
   if (pull != nullptr) {
     std::printf("\nratios against pull (lower is better):\n");
     for (const auto& r : runs) {
       if (r.mode != urt::migration_mode::push_ipi) continue;
       const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-      std::printf("  %-16s p99 %.2fx  max %.2fx  remote locks %.2fx\n", r.name.c_str(),
+      std::vector<double> mine = r.burst_ms;
+      std::vector<double> theirs = pull->burst_ms;
+      std::sort(mine.begin(), mine.end());
+      std::sort(theirs.begin(), theirs.end());
+      std::printf("  %-16s p99 %.2fx  max %.2fx  remote locks %.2fx  burst p50 %.2fx\n",
+                  r.name.c_str(),
                   ratio(static_cast<double>(pct(r, 0.99)), static_cast<double>(pct(*pull, 0.99))),
                   ratio(static_cast<double>(r.max_us), static_cast<double>(pull->max_us)),
                   ratio(static_cast<double>(r.counters.remote_locks),
-                        static_cast<double>(pull->counters.remote_locks)));
+                        static_cast<double>(pull->counters.remote_locks)),
+                  ratio(mine[mine.size() / 2], theirs[theirs.size() / 2]));
     }
   }
   return 0;

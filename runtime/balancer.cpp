@@ -1,7 +1,5 @@
 #include "balancer.hpp"
 
-#include <sched.h>
-
 #include <limits>
 
 #include "clock_now.hpp"
@@ -119,9 +117,13 @@ URT_HOT void balancer::on_lowering(wait_for_push wait) noexcept {
       if (++pulls_tried == max_fallback_pulls) return;
       continue;
     }
-    // The source may share our CPU (more workers than CPUs, or another
-    // process there): let it run to its scheduling point.
-    if (spins % 256 == 255) ::sched_yield();
+    // No sched_yield() here, though the source may share our CPU: the OS
+    // hands a yielded CPU to whichever thread waits for it, for a whole
+    // slice (milliseconds), and a thread of the application spinning
+    // beside the workers took it: with one such thread on two CPUs, drains
+    // that take 5-20 ms without the yield took up to 3 s with it, in a
+    // fallback per lowering (bench/README.md, "A lowering worker's yield").
+    // The wait is bounded by ipi_timeout, then the fallback pulls.
   }
 }
 
