@@ -179,6 +179,9 @@ struct server {
   std::mutex mutex;
   bool stopping = false;
   std::list<std::function<void()>> closers;
+  // `stopping` for the bulk commands, which look at it between slices on
+  // other threads (relaxed: a flag, nothing is published with it).
+  std::atomic<bool> shutting_down{false};
 
   [[nodiscard]] kv::metrics_view view() const {
     kv::metrics_view v;
@@ -207,8 +210,12 @@ struct connection {
   bool busy = false;  // between a read and the write of its replies: not idle
   bool done = false;
   std::list<std::function<void()>>::iterator closer;
+  // Set by close(): a bulk command running for it (on another executor in
+  // urt mode) stops at its next slice (relaxed: a flag).
+  std::atomic<bool> closed{false};
 
   void close() noexcept {
+    closed.store(true, std::memory_order_relaxed);
     std::error_code ec;
     socket.close(ec);
     timer.cancel();
@@ -250,15 +257,26 @@ void delist(server& s, connection<M>& c) {
 void shutdown(server& s) {
   std::lock_guard lock(s.mutex);
   s.stopping = true;
+  s.shutting_down.store(true, std::memory_order_relaxed);
   for (auto& close : s.closers) close();
 }
 
 // --- bulk commands -----------------------------------------------------------
 
+// Whether a bulk command may stop where it is: the server is shutting down
+// or the connection was closed (by the shutdown or its idle timeout), so
+// its reply would go nowhere. Looked at between slices: a shutdown waits
+// for at most one slice (or one shard of KEYS) of each command running.
+bool abandoned(const server& s, const std::atomic<bool>& closed) noexcept {
+  return s.shutting_down.load(std::memory_order_relaxed) || closed.load(std::memory_order_relaxed);
+}
+
 // KEYS in urt mode: one shard at a time (no node is held across a
 // scheduling point, store.hpp), with a scheduling point once a slice has
-// passed. WORK: slices of spinning, a scheduling point after each.
-urt::awaitable<void> bulk_on_urt(server& s, kv::command_plan p, std::string& out) {
+// passed. WORK: slices of spinning, a scheduling point after each. False
+// when abandoned (nothing added to `out`).
+urt::awaitable<bool> bulk_on_urt(server& s, kv::command_plan p, const std::atomic<bool>& closed,
+                                 std::string& out) {
   if (p.bulk == kv::bulk_kind::keys) {
     std::string body;
     std::size_t count = 0;
@@ -266,6 +284,7 @@ urt::awaitable<void> bulk_on_urt(server& s, kv::command_plan p, std::string& out
     for (unsigned shard = 0; shard < kv::store::shard_count; ++shard) {
       count += s.db.match_shard(shard, p.pattern, body);
       if (const auto now = clock_type::now(); now - last >= s.opt.slice) {
+        if (abandoned(s, closed)) co_return false;
         if (urt::preempt_point()) co_await urt::yield();
         last = clock_type::now();
       }
@@ -277,26 +296,38 @@ urt::awaitable<void> bulk_on_urt(server& s, kv::command_plan p, std::string& out
       const auto step = std::min<std::chrono::nanoseconds>(left, s.opt.slice);
       kv::spin_for(step);
       left -= step;
+      if (left > 0ns && abandoned(s, closed)) co_return false;
       if (left > 0ns && urt::preempt_point()) co_await urt::yield();
     }
     kv::reply_simple(out, "OK");
   }
+  co_return true;
 }
 
-// The same in the baseline: to the end, where the request was read.
-void bulk_inline(server& s, const kv::command_plan& p, std::string& out) {
+// The same in the baseline: to the end, where the request was read, with
+// the same looks at a shutdown (WORK in slices of 1 ms for them).
+bool bulk_inline(server& s, const kv::command_plan& p, const std::atomic<bool>& closed,
+                 std::string& out) {
   if (p.bulk == kv::bulk_kind::keys) {
     std::string body;
     std::size_t count = 0;
     for (unsigned shard = 0; shard < kv::store::shard_count; ++shard) {
+      if (abandoned(s, closed)) return false;
       count += s.db.match_shard(shard, p.pattern, body);
     }
     kv::reply_array_header(out, count);
     out += body;
   } else {
-    kv::spin_for(p.work);
+    constexpr std::chrono::nanoseconds look_every = 1ms;
+    for (auto left = p.work; left > 0ns;) {
+      if (abandoned(s, closed)) return false;
+      const auto step = std::min(left, look_every);
+      kv::spin_for(step);
+      left -= step;
+    }
     kv::reply_simple(out, "OK");
   }
+  return true;
 }
 
 // --- a connection -------------------------------------------------------------
@@ -369,7 +400,7 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
         // replies of the requests before it in this read go out first, and
         // to a client that has closed its socket that write draws a reset.
         // One write and one peek before milliseconds of work.
-        bool gone = !c->socket.is_open();
+        bool gone = !c->socket.is_open() || abandoned(s, c->closed);
         if (!gone && !out.empty()) {
           co_await flush_replies(*c, out, ec);
           gone = ec || c->client_reset();
@@ -382,10 +413,12 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
       if (p.bulk == kv::bulk_kind::none) {
         open = kv::run_control(args, out, ctx);
       } else if constexpr (M::is_urt) {
-        co_await asio::co_spawn(*s.bulk, bulk_on_urt(s, p, out), M::use_awaitable);
+        open =
+            co_await asio::co_spawn(*s.bulk, bulk_on_urt(s, p, c->closed, out), M::use_awaitable);
       } else {
-        bulk_inline(s, p, out);
+        open = bulk_inline(s, p, c->closed, out);
       }
+      if (!open) break;  // abandoned: no reply, nothing more for this client
       s.counters.latency[static_cast<unsigned>(p.cls)].record(
           static_cast<std::uint64_t>((clock_type::now() - arrival).count()));
       if (out.size() >= 64 * 1024) {  // a long pipeline: do not buffer every reply
@@ -734,11 +767,18 @@ int run_asio(server& s) {
           listen_on<asio::ip::tcp::acceptor>(control, *s.opt.metrics_port, "--metrics-port"));
       metrics_port = metrics->local_endpoint().port();
     }
-    asio::signal_set signals(control, SIGINT, SIGTERM);
+    // The signals are waited for on this thread, not in the pool: a pool
+    // whose threads all run bulk commands would run the handler only once
+    // one of them ended (seconds of WORK), and the commands look for the
+    // shutdown between slices. The listeners are closed on their strand.
+    asio::io_context signal_io{1};
+    asio::signal_set signals(signal_io, SIGINT, SIGTERM);
     signals.async_wait([&](const std::error_code&, int) {
       shutdown(s);
-      acceptor.close();
-      if (metrics) metrics->close();
+      asio::post(control, [&] {
+        acceptor.close();
+        if (metrics) metrics->close();
+      });
     });
     const auto own_strand = [&pool] { return asio::any_io_executor(asio::make_strand(pool)); };
     s.begin();
@@ -748,6 +788,7 @@ int run_asio(server& s) {
       asio::co_spawn(control, accept_loop<asio_mode>(s, *metrics, own_strand, true), asio::detached);
     }
     announce(s, metrics_port);
+    signal_io.run();  // until the signal's handler has run
     wait_for_coroutines(s);
   }
   pool.join();
