@@ -64,6 +64,10 @@ def test_flags(loadgen):
         (["--rounds=3", "--duration=1500", "--server=/bin/true"], "--rounds: 3 rounds of --duration 1500 s"),
         (["--spin-us=x", "--server=/bin/true"], '--spin-us: "x"'),
         (["--server=/nonexistent/urt-kv"], '--server: "/nonexistent/urt-kv" is not an executable file'),
+        # Output paths are checked before the run, not after it.
+        (["--server=/bin/true", "--json=/nonexistent/dir/r.json"],
+         '--json: cannot write "/nonexistent/dir/r.json": No such file or directory'),
+        (["--server=/bin/true", "--svg=/"], '--svg: "/" is a directory'),
         (["--server=/bin/true", "--client-cpus=4095"], "--client-cpus: CPU 4095 is not one this process may use"),
         (["--server=/bin/true", "--server-cpus=4000-4001"], "--server-cpus: CPU 4000 is not one"),
         (["--server=/bin/true", "--baseline=redis"], '--baseline: "redis" is not one of the servers'),

@@ -725,6 +725,24 @@ void write_file(const std::string& flag, const std::string& path, const std::str
   if (!f) throw failure(flag + ": cannot write \"" + path + "\"");
 }
 
+// Whether `path` can be written: opened for appending (so that an existing
+// file is left as it is until the run writes it), and removed again when it
+// did not exist before. A usage error naming the flag and the path if not.
+void check_writable(const char* flag, const std::string& path) {
+  struct stat st {};
+  const bool existed = ::stat(path.c_str(), &st) == 0;
+  if (existed && S_ISDIR(st.st_mode)) {
+    throw usage_error(std::string(flag) + ": \"" + path + "\" is a directory");
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    throw usage_error(std::string(flag) + ": cannot write \"" + path +
+                      "\": " + std::strerror(errno));
+  }
+  ::close(fd);
+  if (!existed) ::unlink(path.c_str());
+}
+
 struct runner {
   const options& o;
   unsigned bulk_conns;
@@ -847,6 +865,12 @@ int run(options& o) {
     if (::stat(o.server.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || ::access(o.server.c_str(), X_OK) != 0) {
       throw usage_error("--server: \"" + o.server + "\" is not an executable file");
     }
+  }
+  // The outputs are written after the run, which may take an hour: a path
+  // that cannot be written is an error now, not then.
+  for (const auto& [flag, path] :
+       {std::pair{"--json", &o.json_path}, std::pair{"--svg", &o.svg_path}}) {
+    if (!path->empty()) check_writable(flag, *path);
   }
   unsigned threads = server_threads(o);
   if (threads == 0) {
