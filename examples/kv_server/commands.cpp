@@ -32,15 +32,17 @@ void wrong_arity(std::string& out, std::string_view name) {
 void unknown_command(std::string& out, args_t args) {
   // As Redis 7 (processCommand): the name cut at 128 bytes; the arguments
   // added while their text is under 128 bytes, each cut to what is left.
+  // Redis formats them as C strings (%.*s): each also ends at a NUL.
+  const auto c_string = [](std::string_view text) { return text.substr(0, text.find('\0')); };
   std::string listed;
   for (std::size_t i = 1; i < args.size() && listed.size() < 128; ++i) {
     const std::size_t room = 128 - listed.size();
     listed += '\'';
-    listed += args[i].substr(0, room);
+    listed += c_string(args[i]).substr(0, room);
     listed += "' ";
   }
   std::string message = "ERR unknown command '";
-  message += args[0].substr(0, 128);
+  message += c_string(args[0]).substr(0, 128);
   message += "', with args beginning with: ";
   message += listed;
   reply_error(out, message);
@@ -164,7 +166,10 @@ bool run_control(args_t args, std::string& out, command_context& ctx) {
     // COMMAND COUNT: the commands urt-kv runs. redis-cli asks for COMMAND
     // DOCS on connecting: none (it then works without hints), and so for
     // the other subcommands.
-    if (n == 2 && equals_nocase(args[1], "count")) {
+    if (n >= 2 && equals_nocase(args[1], "count")) {
+      if (n > 2)
+        return ctx.counters.add(ctx.counters.command_errors), wrong_arity(out, "command|count"),
+               true;
       reply_integer(out, static_cast<std::int64_t>(command_count));
     } else {
       reply_array_header(out, 0);

@@ -403,7 +403,13 @@ TEST_CASE("commands: plan, control replies and their errors") {
                                                      a100 + "' '" + std::string(25, 'b') + "' \r\n");
   CHECK(run({"CONFIG", "GET"}).first == "-ERR wrong number of arguments for 'config|get' command\r\n");
   CHECK(run({"CONFIG"}).first == "-ERR wrong number of arguments for 'config' command\r\n");
-  CHECK(counters.command_errors.load() == 11);
+  CHECK(run({"COMMAND", "COUNT", "x"}).first ==
+        "-ERR wrong number of arguments for 'command|count' command\r\n");
+  // Redis prints the name and arguments as C strings: each ends at a NUL.
+  using namespace std::string_literals;
+  CHECK(run({"NO\0PE"s, "a\0b"s, "c"}).first ==
+        "-ERR unknown command 'NO', with args beginning with: 'a' 'c' \r\n");
+  CHECK(counters.command_errors.load() == 13);
 
   CHECK(kv::plan(std::vector<std::string_view>{"keys", "*"}).bulk == kv::bulk_kind::keys);
   const kv::command_plan work = kv::plan(std::vector<std::string_view>{"WORK", "250"});
