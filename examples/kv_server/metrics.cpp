@@ -311,7 +311,8 @@ std::string prometheus_text(const metrics_view& v) {
         {"idle", &urt::worker_stats::idle_ns},
     };
     metric("urt_worker_time_seconds_total", "counter",
-           "Seconds the worker spent running FIFO tasks, normal tasks, or nothing (idle).");
+           "Seconds the worker spent running FIFO tasks, normal tasks, or nothing (idle), as of "
+           "its last scheduling point: a parked worker's idle time is added when it wakes.");
     for (const urt::worker_stats& w : v.workers) {
       for (const state& t : times) {
         line(out, "urt_worker_time_seconds_total{worker=\"%u\",state=\"%s\"} %.9f\n", w.worker,
