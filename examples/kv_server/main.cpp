@@ -524,6 +524,17 @@ typename M::template awaitable<> http_session(server& s, std::shared_ptr<connect
                         "\r\nConnection: close\r\n\r\n" + (head ? std::string() : body);
     co_await asio::async_write(c->socket, asio::buffer(reply), asio::redirect_error(M::use_awaitable, ec));
   }
+  if (!ec) {
+    // A close with request bytes still unread (headers past 8 KiB, junk
+    // with no blank line) makes the kernel reset the connection and drop
+    // the part of the reply not yet sent. Half-close instead, and read to
+    // the client's end (the watchdog's 10 s bound it), then close.
+    c->socket.shutdown(asio::socket_base::shutdown_send, ec);
+    while (!ec) {
+      co_await c->socket.async_read_some(asio::buffer(buf),
+                                         asio::redirect_error(M::use_awaitable, ec));
+    }
+  }
   c->done = true;
   c->close();
 }
