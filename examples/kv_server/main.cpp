@@ -412,13 +412,19 @@ typename M::template awaitable<> session(server& s, std::shared_ptr<connection<M
       }
       if (p.bulk == kv::bulk_kind::none) {
         open = kv::run_control(args, out, ctx);
-      } else if constexpr (M::is_urt) {
-        open =
-            co_await asio::co_spawn(*s.bulk, bulk_on_urt(s, p, c->closed, out), M::use_awaitable);
       } else {
-        open = bulk_inline(s, p, c->closed, out);
+        bool ran = false;
+        if constexpr (M::is_urt) {
+          ran =
+              co_await asio::co_spawn(*s.bulk, bulk_on_urt(s, p, c->closed, out), M::use_awaitable);
+        } else {
+          ran = bulk_inline(s, p, c->closed, out);
+        }
+        if (!ran) {
+          open = false;  // abandoned: no reply, nothing more for this client
+          break;
+        }
       }
-      if (!open) break;  // abandoned: no reply, nothing more for this client
       s.counters.latency[static_cast<unsigned>(p.cls)].record(
           static_cast<std::uint64_t>((clock_type::now() - arrival).count()));
       if (out.size() >= 64 * 1024) {  // a long pipeline: do not buffer every reply
